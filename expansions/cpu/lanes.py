@@ -1,0 +1,47 @@
+"""Lane-group primitives of the GPU kernels, on NumPy arrays whose last axis holds the W lanes of one
+expansion's group (W = next power of two >= R).  Each mirrors one CUDA intrinsic of
+``expansions/cuda/lanes.cuh`` with ``width = W``:
+
+* :func:`shfl_up` is ``__shfl_up_sync(FULL, v, d, W)``: lane l gets lane l-d; lanes l < d keep theirs.
+* :func:`shfl_down` is ``__shfl_down_sync(FULL, v, d, W)``: lane l gets lane l+d; lanes l >= W-d keep theirs.
+* :func:`shfl` is ``__shfl_sync(FULL, v, src, W)``: every lane gets lane ``src`` of its group.
+* :func:`group_any` is ``group_any<R>(pred)`` of the kernels: the OR of the predicate over the R lanes
+  of the group that hold terms (padding lanes R..W-1 never vote).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def lane_ids(W: int) -> np.ndarray:
+    return np.arange(W)
+
+
+def shfl_up(v: np.ndarray, d: int) -> np.ndarray:
+    out = v.copy()
+    out[..., d:] = v[..., :-d]
+    return out
+
+
+def shfl_down(v: np.ndarray, d: int) -> np.ndarray:
+    out = v.copy()
+    out[..., :-d] = v[..., d:]
+    return out
+
+
+def shfl(v: np.ndarray, src: int) -> np.ndarray:
+    return np.repeat(v[..., src : src + 1], v.shape[-1], axis=-1)
+
+
+def group_any(pred: np.ndarray, R: int) -> np.ndarray:
+    return pred[..., :R].any(axis=-1)
+
+
+def load_lanes(x: np.ndarray, W: int) -> np.ndarray:
+    """Terms of shape (N, n) into lanes (N, W): lane l holds term l, padding lanes hold +0."""
+    N, n = x.shape
+    out = np.zeros((N, W), dtype=x.dtype)
+    k = min(n, W)
+    out[:, :k] = x[:, :k]
+    return out
