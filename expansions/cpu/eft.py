@@ -37,7 +37,7 @@ def two_prod(a, b):
     (the splitting overflows above); near underflow and overflow the two may differ.
     """
     if a.dtype == np.float32:
-        exact = a.astype(np.float64) * b.astype(np.float64)
+        exact = a.astype(np.float64) * b.astype(np.float64)  # exact: 24 + 24 bits <= 53
         p = exact.astype(np.float32)
         e = (exact - p.astype(np.float64)).astype(np.float32)
         return p, e
@@ -50,7 +50,7 @@ def two_prod(a, b):
 
 def _split64(a):
     """Veltkamp's splitting: ``a = hi + lo`` with hi and lo of at most 26 significant bits."""
-    c = _SPLITTER64 * a
+    c = a * _SPLITTER64
     hi = c - (c - a)
     lo = a - hi
     return hi, lo

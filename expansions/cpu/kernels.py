@@ -15,7 +15,7 @@ import numpy as np
 from ..formats import group_width
 from ..reference.algorithms import insertion_order
 from .eft import two_prod, two_sum
-from .lanes import group_any, lane_ids, load_lanes, shfl, shfl_down, shfl_up
+from .lanes import array_module, group_any, lane_ids, load_lanes, shfl, shfl_down, shfl_up
 
 
 def nonfinite_epilogue(s, operands, leading):
@@ -25,17 +25,20 @@ def nonfinite_epilogue(s, operands, leading):
     ``leading``, or NaN where that operand's leading term is finite.  Else, where the computed
     leading term is not finite (overflow): ``(±inf, 0, ..., 0)`` with the sign of ``leading``.
     """
-    bad = [~np.isfinite(op).all(axis=-1) for op in operands]
-    anybad = np.logical_or.reduce(bad)
-    overflow = ~anybad & ~np.isfinite(s[:, 0])
+    xp = array_module(s)
+    bad = [~xp.isfinite(op).all(axis=-1) for op in operands]
+    anybad = bad[0]
+    for b in bad[1:]:
+        anybad = anybad | b
+    overflow = ~anybad & ~xp.isfinite(s[:, 0])
     fix = anybad | overflow
     if not fix.any():
         return s
     w = leading.copy()
     for op, b in zip(operands, bad):
-        w[b & np.isfinite(op[:, 0])] = np.nan
-    inf = np.asarray(np.inf, dtype=s.dtype)
-    w = np.where(anybad, w, np.where(leading < 0, -inf, inf))
+        w[b & xp.isfinite(op[:, 0])] = xp.nan
+    inf = xp.asarray(xp.inf, dtype=s.dtype)
+    w = xp.where(anybad, w, xp.where(leading < 0, -inf, inf))
     s = s.copy()
     s[fix] = 0
     s[fix, 0] = w[fix]
@@ -44,93 +47,98 @@ def nonfinite_epilogue(s, operands, leading):
 
 def add_safe(x, y, R):
     """Twin of kernel ``add_safe<T, N, M, R>`` (``expansions/cuda/add.cuh``); Algorithm 1."""
+    xp = array_module(x)
     n, m = x.shape[1], y.shape[1]
     W = group_width(max(n, m, R))
     X, Y = load_lanes(x, W), load_lanes(y, W)
-    lane = lane_ids(W)
+    lane = lane_ids(W, xp)
     zero = X.dtype.type(0)
-    s, e = two_sum(np.where(lane == 0, X, zero), np.where(lane == 0, Y, zero))
+    s, e = two_sum(xp.where(lane == 0, X, zero), xp.where(lane == 0, Y, zero))
     leading = s[:, 0].copy()
     for which, i in insertion_order(n, m):
         t = shfl(X if which == "x" else Y, i)
-        s, e = two_sum(s, np.where(lane == 0, t, shfl_up(e, 1)))
+        s, e = two_sum(s, xp.where(lane == 0, t, shfl_up(e, 1)))
     for _ in range(R - 2):
-        s, e = two_sum(s, np.where(lane == 0, zero, shfl_up(e, 1)))
-    s = s + np.where(lane == 0, zero, shfl_up(e, 1))
+        s, e = two_sum(s, xp.where(lane == 0, zero, shfl_up(e, 1)))
+    s = s + xp.where(lane == 0, zero, shfl_up(e, 1))
     return nonfinite_epilogue(s[:, :R], (x, y), leading)
 
 
 def add_fast(x, y, R):
     """Twin of kernel ``add_fast<T, N, M, R>`` (``expansions/cuda/add.cuh``); Fig. 5."""
+    xp = array_module(x)
     n, m = x.shape[1], y.shape[1]
     W = group_width(max(n, m, R))
     X, Y = load_lanes(x, W), load_lanes(y, W)
-    lane = lane_ids(W)
+    lane = lane_ids(W, xp)
     zero = X.dtype.type(0)
     if n > R:
-        X = np.where(lane < R, X, zero)
+        X = xp.where(lane < R, X, zero)
     if m > R:
-        Y = np.where(lane < R, Y, zero)
+        Y = xp.where(lane < R, Y, zero)
     s, e = two_sum(X, Y)
     leading = s[:, 0].copy()
     for _ in range(R - 2):
-        es = np.where(lane == 0, zero, shfl_up(e, 1))
+        es = xp.where(lane == 0, zero, shfl_up(e, 1))
         act = group_any(es != 0, R)
         if not act.any():
             break
         ns, ne = two_sum(s, es)
-        s = np.where(act[:, None], ns, s)
-        e = np.where(act[:, None], ne, e)
-    s = s + np.where(lane == 0, zero, shfl_up(e, 1))
+        s = xp.where(act[:, None], ns, s)
+        e = xp.where(act[:, None], ne, e)
+    s = s + xp.where(lane == 0, zero, shfl_up(e, 1))
     return nonfinite_epilogue(s[:, :R], (x, y), leading)
 
 
 def _propagate(s, e, R, lane):
     """Twin of ``propagate<R>`` in ``expansions/cuda/mul.cuh``: ``while any(e != 0)``, at most R rounds,
     2Sum e into s then shift e up one lane with zero in; groups whose e is zero stand still."""
+    xp = array_module(s)
     zero = s.dtype.type(0)
     for _ in range(R):
         act = group_any(e != 0, R)
         if not act.any():
             break
         ns, ne = two_sum(s, e)
-        ne = np.where(lane == 0, zero, shfl_up(ne, 1))
-        s = np.where(act[:, None], ns, s)
-        e = np.where(act[:, None], ne, e)
+        ne = xp.where(lane == 0, zero, shfl_up(ne, 1))
+        s = xp.where(act[:, None], ns, s)
+        e = xp.where(act[:, None], ne, e)
     return s, e
 
 
 def mul_truncated(x, y, R):
     """Twin of kernel ``mul_truncated<T, N, M, R>`` (``expansions/cuda/mul.cuh``); Algorithm 2."""
+    xp = array_module(x)
     n, m = x.shape[1], y.shape[1]
     W = group_width(max(n, m, R))
     X, Y = load_lanes(x, W), load_lanes(y, W)
-    lane = lane_ids(W)
+    lane = lane_ids(W, xp)
     zero = X.dtype.type(0)
-    s = np.zeros_like(X)
-    pi = np.zeros_like(X)
+    s = xp.zeros_like(X)
+    pi = xp.zeros_like(X)
     leading = X[:, 0] * Y[:, 0]
     for i in range(R - 1):
-        yi = shfl(Y, i) if i < m else np.zeros_like(X)
+        yi = shfl(Y, i) if i < m else xp.zeros_like(X)
         p, e = two_prod(X, yi)
         s, ep = two_sum(s, p)
-        pi = np.where(lane == i, shfl(s, 0), pi)
-        s = np.where(lane >= R - 1, zero, shfl_down(s, 1))
+        pi = xp.where(lane == i, shfl(s, 0), pi)
+        s = xp.where(lane >= R - 1, zero, shfl_down(s, 1))
         s, e = _propagate(s, e, R, lane)
         s, ep = _propagate(s, ep, R, lane)
-    yi = shfl(Y, R - 1) if R - 1 < m else np.zeros_like(X)
+    yi = shfl(Y, R - 1) if R - 1 < m else xp.zeros_like(X)
     s = s + X * yi
-    pi = np.where(lane == R - 1, shfl(s, 0), pi)
+    pi = xp.where(lane == R - 1, shfl(s, 0), pi)
     return nonfinite_epilogue(pi[:, :R], (x, y), leading)
 
 
 def _vec_sum_err_branch(e, R):
     """VecSumErrBranch on the columns of e (N, n), every row its own branch path."""
+    xp = array_module(e)
     N, n = e.shape
-    rows = np.arange(N)
-    r = np.zeros((N, R), dtype=e.dtype)
-    j = np.zeros(N, dtype=np.int64)
-    done = np.zeros(N, dtype=bool)
+    rows = xp.arange(N)
+    r = xp.zeros((N, R), dtype=e.dtype)
+    j = xp.zeros(N, dtype=xp.int64)
+    done = xp.zeros(N, dtype=bool)
     eps = e[:, 0].copy()
     for i in range(1, n):
         rj, eps_new = two_sum(eps, e[:, i])
@@ -140,16 +148,28 @@ def _vec_sum_err_branch(e, R):
         done = done | (live & nz & (j >= R - 1))
         step = live & ~done & nz
         j = j + step
-        eps = np.where(step, eps_new, np.where(live & ~nz, rj, eps))
+        eps = xp.where(step, eps_new, xp.where(live & ~nz, rj, eps))
     live = ~done
     r[rows[live], j[live]] = eps[live]
     return r
 
 
 def _adjacent_nonoverlapping(r):
-    """Each term is zero or at most ulp(previous term) (np.spacing of |t| is Goldberg's ulp)."""
-    prev = np.spacing(np.abs(r[:, :-1]))
-    return ((r[:, 1:] == 0) | (np.abs(r[:, 1:]) <= prev)).all(axis=1) & np.isfinite(r).all(axis=1)
+    """Each term is zero or at most ulp(previous term) ."""
+    xp = array_module(r)
+    prev = ulp(r[:, :-1])
+    return ((r[:, 1:] == 0) | (xp.abs(r[:, 1:]) <= prev)).all(axis=1) & xp.isfinite(r).all(axis=1)
+
+
+def ulp(a):
+    """Goldberg's ulp of each element, ``2**(e - p + 1)`` with ``2**e <= |a| < 2**(e+1)``, and the
+    smallest subnormal for zeros and subnormals (NumPy's ``spacing(|a|)``)."""
+    xp = array_module(a)
+    p = 53 if a.dtype == xp.float64 else 24
+    tiny = xp.asarray(xp.finfo(a.dtype).smallest_subnormal, dtype=a.dtype)
+    _, ex = xp.frexp(a)
+    u = xp.maximum(xp.ldexp(xp.ones_like(a), ex - p), tiny)
+    return xp.where(a == 0, tiny, u)
 
 
 def renormalize(x, R):
@@ -159,16 +179,17 @@ def renormalize(x, R):
     by lane index), VecSum from the bottom, VecSumErrBranch from the top (Joldes, Marty, Muller,
     Popescu, IEEE TC 2016); a row stops once its terms are ulp-nonoverlapping.  On the GPU every
     lane runs the sequential part on the gathered terms and keeps its own output term."""
+    xp = array_module(x)
     N, n = x.shape
     cur = x
     out = None
     leading = None
-    active = np.ones(N, dtype=bool)
+    active = xp.ones(N, dtype=bool)
     for _ in range(R):
-        order = np.argsort(-np.abs(cur), axis=1, kind="stable")
-        srt = np.take_along_axis(cur, order, axis=1)
+        order = xp.argsort(-xp.abs(cur), axis=1, kind="stable")
+        srt = xp.take_along_axis(cur, order, axis=1)
         k = srt.shape[1]
-        e = np.empty_like(srt)
+        e = xp.empty_like(srt)
         s = srt[:, k - 1].copy()
         for i in range(k - 2, -1, -1):
             s, e[:, i + 1] = two_sum(srt[:, i], s)
@@ -176,7 +197,7 @@ def renormalize(x, R):
         if leading is None:
             leading = e[:, 0].copy()
         r = _vec_sum_err_branch(e, R)
-        out = r if out is None else np.where(active[:, None], r, out)
+        out = r if out is None else xp.where(active[:, None], r, out)
         active = active & ~_adjacent_nonoverlapping(out)
         if not active.any():
             break

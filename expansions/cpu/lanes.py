@@ -14,8 +14,17 @@ from __future__ import annotations
 import numpy as np
 
 
-def lane_ids(W: int) -> np.ndarray:
-    return np.arange(W)
+def array_module(a):
+    """NumPy, or CuPy for CuPy arrays: the twins run unchanged on either (same operations)."""
+    if type(a).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+def lane_ids(W: int, xp=np):
+    return xp.arange(W)
 
 
 def shfl_up(v: np.ndarray, d: int) -> np.ndarray:
@@ -30,8 +39,8 @@ def shfl_down(v: np.ndarray, d: int) -> np.ndarray:
     return out
 
 
-def shfl(v: np.ndarray, src: int) -> np.ndarray:
-    return np.repeat(v[..., src : src + 1], v.shape[-1], axis=-1)
+def shfl(v, src: int):
+    return array_module(v).repeat(v[..., src : src + 1], v.shape[-1], axis=-1)
 
 
 def group_any(pred: np.ndarray, R: int) -> np.ndarray:
@@ -41,7 +50,7 @@ def group_any(pred: np.ndarray, R: int) -> np.ndarray:
 def load_lanes(x: np.ndarray, W: int) -> np.ndarray:
     """Terms of shape (N, n) into lanes (N, W): lane l holds term l, padding lanes hold +0."""
     N, n = x.shape
-    out = np.zeros((N, W), dtype=x.dtype)
+    out = array_module(x).zeros((N, W), dtype=x.dtype)
     k = min(n, W)
     out[:, :k] = x[:, :k]
     return out

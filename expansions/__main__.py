@@ -1,0 +1,150 @@
+"""Command line: ``python -m expansions info`` and ``python -m expansions verify``."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def _ints(s):
+    return [int(v) for v in s.split(",") if v]
+
+
+def _strs(s):
+    return [v for v in s.split(",") if v]
+
+
+def commit() -> str:
+    """The git commit of the source tree, or 'unknown' outside a checkout."""
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True)
+        if out.returncode == 0:
+            dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True).stdout.strip()
+            return out.stdout.strip() + ("-dirty" if dirty else "")
+    except OSError:
+        pass
+    return "unknown"
+
+
+def environment() -> dict:
+    """Versions and device of this run, recorded by the code in every results file."""
+    from . import __version__
+
+    env = {
+        "expansions": __version__,
+        "commit": commit(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+        "processor": platform.processor() or platform.machine(),
+    }
+    env.update(gpu_environment())
+    return env
+
+
+def gpu_environment() -> dict:
+    """GPU name, driver and CuPy version when CuPy sees a GPU; otherwise why not."""
+    try:
+        import cupy
+    except ImportError:
+        return {"gpu_available": False, "gpu_reason": "CuPy is not installed"}
+    info = {"cupy": cupy.__version__}
+    try:
+        if not cupy.cuda.is_available():
+            return info | {"gpu_available": False, "gpu_reason": "CuPy sees no CUDA device"}
+        dev = cupy.cuda.Device()
+        props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        drv = cupy.cuda.runtime.driverGetVersion()
+        return info | {
+            "gpu_available": True,
+            "gpu_name": name,
+            "compute_capability": dev.compute_capability,
+            "driver": f"{drv // 1000}.{(drv % 1000) // 10}",
+            "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        }
+    except Exception as exc:  # a broken driver must not break `info`
+        return info | {"gpu_available": False, "gpu_reason": f"{type(exc).__name__}: {exc}"}
+
+
+def cmd_info(args) -> int:
+    from . import formats as F
+
+    env = environment()
+    print(f"expansions {env['expansions']} (commit {env['commit']})")
+    print(f"python {env['python']}, numpy {env['numpy']}")
+    print("backends:")
+    print("  cpu : NumPy twins of the GPU kernels (always available)")
+    if env.get("gpu_available"):
+        print(f"  cuda: {env['gpu_name']} (driver {env['driver']}, CuPy {env['cupy']})")
+    else:
+        print(f"  cuda: not available ({env.get('gpu_reason', 'no GPU')})")
+    print("formats (terms R = 2..32):")
+    for fmt in (F.FLOAT64, F.FLOAT32):
+        print(f"  {fmt.name}: p = {fmt.p}, normal exponents {fmt.emin}..{fmt.emax}, smallest subnormal "
+              f"2^{fmt.emin - fmt.p + 1}; at most {F.max_useful_terms(fmt)} nonzero normal terms")
+        cells = []
+        for R in (2, 4, 8, 16, 32):
+            cells.append(f"R={R}: {F.nominal_bits(R, fmt)} bits nominal, "
+                         f"{F.effective_bits(R, fmt, 0)} near 1")
+        print("    " + "; ".join(cells))
+    print("  Terms below the smallest subnormal cannot exist: the effective precision of a value is")
+    print("  min(R(p-1)+1, bits from its leading term down to the smallest subnormal).")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from . import verify
+
+    gpu = gpu_environment().get("gpu_available", False)
+    backend = args.backend
+    if backend == "auto":
+        backend = "cuda" if gpu else "cpu"
+    if backend == "cuda" and not gpu:
+        print("verify: --backend cuda needs a CUDA GPU visible to CuPy", file=sys.stderr)
+        return 2
+    ops = _strs(args.operations)
+    for op in ops:
+        if op not in verify.OPERATIONS:
+            print(f"verify: unknown operation {op!r}; choose from {', '.join(verify.OPERATIONS)}", file=sys.stderr)
+            return 2
+    rows = verify.run(_ints(args.terms), _strs(args.dtype), ops, args.samples, args.seed, backend,
+                      progress=not args.no_progress)
+    header = {"command": "python -m expansions verify " + " ".join(sys.argv[2:]), "samples": args.samples,
+              "seed": args.seed, "backend": backend}
+    header.update(environment())
+    text = verify.markdown(rows, header)
+    print(text)
+    if args.out:
+        out = verify.write(rows, header, args.out)
+        print(f"wrote {out / 'verification.md'} and {out / 'verification.json'}")
+    bad = sum(r.violations for r in rows) + sum(r.property_violations for r in rows if r.operation == "renormalize")
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m expansions", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="version, backends, formats")
+    v = sub.add_parser("verify", help="exact errors against the proven bounds")
+    v.add_argument("--terms", default="2,3,4,8,16,32", help="comma-separated R values")
+    v.add_argument("--dtype", default="float64,float32", help="float64, float32 or both")
+    v.add_argument("--operations", default=",".join(("add_safe", "add_fast", "mul", "renormalize")))
+    v.add_argument("--samples", type=int, default=10000, help="cases per (operation, R, dtype)")
+    v.add_argument("--seed", type=int, default=2016)
+    v.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    v.add_argument("--out", default="", help="folder for verification.md and verification.json")
+    v.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+    return {"info": cmd_info, "verify": cmd_verify}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

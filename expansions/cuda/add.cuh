@@ -1,0 +1,68 @@
+// Data-parallel additions of Collange, Joldes, Muller, Popescu (ASAP 2016), Sec. III:
+// the safe addition (Algorithm 1, Fig. 1) and the fast addition (Fig. 5), generalized to inputs of
+// N and M terms and an output of R terms.  Twins: add_safe and add_fast in expansions/cpu/kernels.py.
+#pragma once
+
+#include "expansion.cuh"
+
+namespace expansions {
+
+// Safe addition, Algorithm 1: returns this lane's term of x + y rounded to R terms.  Lane 0 adds
+// x0 + y0 (line 3), then x1, y1, x2, y2, ... are inserted at lane 0 while the errors move up one
+// lane per step (lines 4-9; the loop stops at the longer input's last term, see insertion_order in
+// expansions/reference/algorithms.py), R-2 steps insert zeros (lines 10-13), and a plain addition
+// ends (lines 14-15).  x, y: this lane's input terms (+0 on padding lanes).  Twin: add_safe.
+template <class T, int N, int M, int R, int W>
+__device__ __forceinline__ T add_safe_group(T x, T y, int lane) {
+    const T zero = T(0);
+    TwoTerms<T> se = two_sum(lane == 0 ? x : zero, lane == 0 ? y : zero);
+    const T leading = shfl<W>(se.hi, 0);
+    constexpr int K = N > M ? N : M;
+#pragma unroll
+    for (int i = 1; i < K; ++i) {
+        if (i < N) {
+            const T t = shfl<W>(x, i);
+            const T up = shfl_up<W>(se.lo, 1);
+            se = two_sum(se.hi, lane == 0 ? t : up);
+        }
+        if (i < M) {
+            const T t = shfl<W>(y, i);
+            const T up = shfl_up<W>(se.lo, 1);
+            se = two_sum(se.hi, lane == 0 ? t : up);
+        }
+    }
+    for (int k = 0; k < R - 2; ++k) {
+        const T up = shfl_up<W>(se.lo, 1);
+        se = two_sum(se.hi, lane == 0 ? zero : up);
+    }
+    const T up = shfl_up<W>(se.lo, 1);
+    const T s = add_rn(se.hi, lane == 0 ? zero : up);
+    return nonfinite_epilogue<T, W>(s, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
+}
+
+// Fast addition, Fig. 5: returns this lane's term of x + y in R terms (no error bound under
+// cancellation).  Lane-wise 2Sum of the terms, then at most R-2 steps that shift the errors up one
+// lane and 2Sum them in, a group standing still once its shifted errors are all zero (the loop runs
+// while any group of the warp moves), then a plain addition of the shifted errors.  Input terms
+// beyond R are dropped.  x, y: this lane's input terms (+0 on padding lanes).  Twin: add_fast.
+template <class T, int N, int M, int R, int W>
+__device__ __forceinline__ T add_fast_group(T x, T y, int lane) {
+    const T zero = T(0);
+    const T xr = (N > R && lane >= R) ? zero : x;
+    const T yr = (M > R && lane >= R) ? zero : y;
+    TwoTerms<T> se = two_sum(xr, yr);
+    const T leading = shfl<W>(se.hi, 0);
+    for (int k = 0; k < R - 2; ++k) {
+        const T up = shfl_up<W>(se.lo, 1);
+        const T es = lane == 0 ? zero : up;
+        const bool active = group_any<R, W>(es != zero);
+        if (!warp_any(active)) break;
+        const TwoTerms<T> next = two_sum(se.hi, es);
+        if (active) se = next;
+    }
+    const T up = shfl_up<W>(se.lo, 1);
+    const T s = add_rn(se.hi, lane == 0 ? zero : up);
+    return nonfinite_epilogue<T, W>(s, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
+}
+
+}  // namespace expansions

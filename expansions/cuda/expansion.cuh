@@ -1,0 +1,161 @@
+// Shared helpers of the expansion kernels: IEEE bit predicates, the lane-group grid-stride loop,
+// loads and stores of terms, and the non-finite epilogue (design decision 6).
+// Twins: nonfinite_epilogue, ulp and load_lanes in expansions/cpu/kernels.py and lanes.py.
+#pragma once
+
+#include "eft.cuh"
+#include "lanes.cuh"
+
+namespace expansions {
+
+// Bit-level view of a term type: precision, exponent field and sign bit.
+template <class T>
+struct FloatBits;
+
+template <>
+struct FloatBits<double> {
+    using U = unsigned long long;
+    static constexpr int P = 53;                          // significand bits, hidden bit included
+    static constexpr U SIGN = 0x8000000000000000ull;
+    static constexpr U EXP = 0x7ff0000000000000ull;      // exponent field; also the bits of +inf
+    static constexpr U QNAN = 0x7ff8000000000000ull;     // NumPy's np.nan
+    static constexpr int EXP_SHIFT = 52;
+    static constexpr int EXP_BITS_MASK = 0x7ff;
+    __device__ static U to_bits(double v) { return static_cast<U>(__double_as_longlong(v)); }
+    __device__ static double from_bits(U b) { return __longlong_as_double(static_cast<long long>(b)); }
+};
+
+template <>
+struct FloatBits<float> {
+    using U = unsigned int;
+    static constexpr int P = 24;
+    static constexpr U SIGN = 0x80000000u;
+    static constexpr U EXP = 0x7f800000u;
+    static constexpr U QNAN = 0x7fc00000u;
+    static constexpr int EXP_SHIFT = 23;
+    static constexpr int EXP_BITS_MASK = 0xff;
+    __device__ static U to_bits(float v) { return __float_as_uint(v); }
+    __device__ static float from_bits(U b) { return __uint_as_float(b); }
+};
+
+// Finite (not inf, not NaN), from the exponent field.  Twin: xp.isfinite.
+template <class T>
+__device__ __forceinline__ bool is_finite(T v) {
+    using B = FloatBits<T>;
+    return (B::to_bits(v) & B::EXP) != B::EXP;
+}
+
+// NaN, from the bits.  Twin: xp.isnan.
+template <class T>
+__device__ __forceinline__ bool is_nan(T v) {
+    using B = FloatBits<T>;
+    return (B::to_bits(v) & ~B::SIGN) > B::EXP;
+}
+
+// -v by flipping the sign bit, as NumPy's negative does, NaN included (exact).
+template <class T>
+__device__ __forceinline__ T negated(T v) {
+    using B = FloatBits<T>;
+    return B::from_bits(B::to_bits(v) ^ B::SIGN);
+}
+
+template <class T>
+__device__ __forceinline__ T quiet_nan() { return FloatBits<T>::from_bits(FloatBits<T>::QNAN); }
+
+template <class T>
+__device__ __forceinline__ T infinity(bool negative) {
+    using B = FloatBits<T>;
+    return B::from_bits(negative ? (B::EXP | B::SIGN) : B::EXP);
+}
+
+// Goldberg's ulp of a finite v from its exponent field: 2^(e-p+1) for 2^e <= |v| < 2^(e+1), the
+// smallest subnormal for zeros and subnormals.  Twin: ulp in expansions/cpu/kernels.py.
+template <class T>
+__device__ __forceinline__ T ulp(T v) {
+    using B = FloatBits<T>;
+    using U = typename B::U;
+    const int biased = static_cast<int>((B::to_bits(v) >> B::EXP_SHIFT) & B::EXP_BITS_MASK);
+    U bits;
+    if (biased == 0) {
+        bits = 1;                                          // smallest subnormal
+    } else if (biased < B::P) {
+        bits = static_cast<U>(1) << (biased - 1);          // ulp is itself subnormal
+    } else {
+        bits = static_cast<U>(biased - (B::P - 1)) << B::EXP_SHIFT;
+    }
+    return B::from_bits(bits);
+}
+
+// Lanes of a group for K terms: the next power of two >= K (decision 2; twin: group_width).
+__host__ __device__ constexpr int group_width(int k) {
+    int w = 1;
+    while (w < k) w *= 2;
+    return w;
+}
+
+__host__ __device__ constexpr int max3(int a, int b, int c) {
+    return (a > b ? a : b) > c ? (a > b ? a : b) : c;
+}
+
+// Warp-uniform grid-stride loop over expansions, 32/W per warp: body(index, valid, lane) with
+// index = this group's expansion, valid = index < count (groups past the end compute on zeros and
+// must not store), lane = lane in the group.  All lanes of a warp iterate together, so the body
+// may shuffle and vote.  Requires blockDim.x to be a multiple of 32.
+template <int W, class Body>
+__device__ __forceinline__ void for_each_group(long long count, Body body) {
+    constexpr int G = 32 / W;
+    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+    const long long warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+    const int lane = lane_in_group<W>();
+    const int group = lane_in_warp() / W;
+    for (long long first = warp * G; first < count; first += warps * G) {
+        const long long index = first + group;
+        body(index, index < count, lane);
+    }
+}
+
+// Term `lane` of expansion `index` of an array of K-term expansions, +0 on padding lanes and on
+// groups past the end.  Twin: load_lanes.
+template <int K, class T>
+__device__ __forceinline__ T load_term(const T* __restrict__ terms, long long index, bool valid, int lane) {
+    return (valid && lane < K) ? terms[index * K + lane] : T(0);
+}
+
+// Store lane `lane`'s term of expansion `index` of an array of R-term expansions.
+template <int R, class T>
+__device__ __forceinline__ void store_term(T* __restrict__ terms, long long index, bool valid, int lane, T v) {
+    if (valid && lane < R) terms[index * R + lane] = v;
+}
+
+// What the non-finite epilogue needs to know of one operand (group-uniform values).
+struct OperandStatus {
+    bool bad;             // some term of the operand is inf or NaN
+    bool leading_finite;  // its leading term is finite
+};
+
+// Status of an operand of K terms held in lanes 0..K-1 of the group (padding lanes hold +0).
+template <int K, int W, class T>
+__device__ __forceinline__ OperandStatus operand_status(T v) {
+    const bool bad = group_any<K, W>(!is_finite(v));
+    return {bad, is_finite(shfl<W>(v, 0))};
+}
+
+// Design decision 6.  If an operand has a non-finite term: (w, 0, ..., 0), w = `leading` (the IEEE
+// result of the operation on the leading terms), or NaN where that operand's leading term is
+// finite.  Else, if the computed leading term s_0 is not finite (overflow): (+-inf, 0, ..., 0) with
+// the sign of leading < 0.  Else s unchanged.  `leading` is the same on every lane of the group.
+// Mirrors nonfinite_epilogue in expansions/cpu/kernels.py.
+template <class T, int W>
+__device__ __forceinline__ T nonfinite_epilogue(T s, T leading, int lane, OperandStatus a,
+                                                OperandStatus b = OperandStatus{false, true}) {
+    const bool anybad = a.bad || b.bad;
+    const bool overflow = !anybad && !is_finite(shfl<W>(s, 0));
+    if (!(anybad || overflow)) return s;
+    T w = leading;
+    if (a.bad && a.leading_finite) w = quiet_nan<T>();
+    if (b.bad && b.leading_finite) w = quiet_nan<T>();
+    if (!anybad) w = infinity<T>(leading < T(0));
+    return lane == 0 ? w : T(0);
+}
+
+}  // namespace expansions

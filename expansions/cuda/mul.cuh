@@ -1,0 +1,62 @@
+// Data-parallel truncated multiplication of Collange, Joldes, Muller, Popescu (ASAP 2016), Sec. IV:
+// Algorithm 2 and its CUDA rendering, Fig. 7 (whose `K-1` is R-1 and whose second declaration of s
+// is a typo), generalized to inputs of N and M terms and an output of R terms.
+// Twins: _propagate and mul_truncated in expansions/cpu/kernels.py.
+#pragma once
+
+#include "expansion.cuh"
+
+namespace expansions {
+
+// Algorithm 2 lines 9-12 (and 13-16): while the errors e of some group are nonzero, 2Sum them into
+// s and shift them up one lane with zero in; at most R rounds (decision 5: the paper's loop never
+// ends on NaN or inf).  A group whose e is zero stands still; the loop runs while any group of the
+// warp moves.  Returns the new (s, e) as (hi, lo).  Twin: _propagate.
+template <class T, int R, int W>
+__device__ __forceinline__ TwoTerms<T> propagate(T s, T e, int lane) {
+    const T zero = T(0);
+#pragma unroll 1
+    for (int k = 0; k < R; ++k) {
+        const bool active = group_any<R, W>(e != zero);
+        if (!warp_any(active)) break;
+        const TwoTerms<T> next = two_sum(s, e);
+        const T up = shfl_up<W>(next.lo, 1);
+        if (active) {
+            s = next.hi;
+            e = lane == 0 ? zero : up;
+        }
+    }
+    return {s, e};
+}
+
+// Truncated multiplication, Algorithm 2: returns this lane's term of x * y in R terms.  Step i
+// (0 .. R-2, lines 3-17) broadcasts y_i, forms 2ProdFMA(x_l, y_i) on every lane l, 2Sums the product
+// into the accumulator s, saves s_0 as pi_i, shifts s down one lane (zero into lane R-1), and
+// propagates the product errors, then the sum errors.  The last step (lines 18-20) uses a plain
+// product and addition.  x, y: this lane's input terms (+0 on padding lanes).  Twin: mul_truncated.
+template <class T, int N, int M, int R, int W>
+__device__ __forceinline__ T mul_truncated_group(T x, T y, int lane) {
+    const T zero = T(0);
+    T s = zero;
+    T pi = zero;
+    const T leading = mul_rn(shfl<W>(x, 0), shfl<W>(y, 0));
+#pragma unroll 1
+    for (int i = 0; i < R - 1; ++i) {
+        const T yi = (i < M) ? shfl<W>(y, i) : zero;
+        const TwoTerms<T> pe = two_prod(x, yi);
+        const TwoTerms<T> sp = two_sum(s, pe.hi);
+        const T s0 = shfl<W>(sp.hi, 0);
+        if (lane == i) pi = s0;
+        const T down = shfl_down<W>(sp.hi, 1);
+        s = lane >= R - 1 ? zero : down;
+        s = propagate<T, R, W>(s, pe.lo, lane).hi;
+        s = propagate<T, R, W>(s, sp.lo, lane).hi;
+    }
+    const T yi = (R - 1 < M) ? shfl<W>(y, R - 1) : zero;
+    s = add_rn(s, mul_rn(x, yi));
+    const T s0 = shfl<W>(s, 0);
+    if (lane == R - 1) pi = s0;
+    return nonfinite_epilogue<T, W>(pi, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
+}
+
+}  // namespace expansions

@@ -1,0 +1,309 @@
+"""Verification of the proven bounds: exact errors of the kernels' results against expansions.bounds.
+
+For each (operation, R, dtype) the inputs are drawn from the adversarial families of the design
+notes (:func:`families`), the backend (the NumPy twins, or the GPU kernels) computes the results,
+and the error of every result is computed exactly with rationals.  A case violates the bound when
+its exact error exceeds the proven bound for that case:
+
+* ``add_safe``: ``|x + y - s| <= B |x + y|`` (Prop. III.1); also counted: cases where ``s_0`` is not
+  the correctly rounded sum (the paper states it is) and cases breaking the shape property
+  ``|s_i| <= 2**(-(p-1)i + 2R-1) |s_0|`` stated after Prop. III.1;
+* ``add_fast``: no bound (the row shows the observed error only);
+* ``mul``: ``|xy - pi| <= B |x0 y0| + R(R+1)/2 * eta`` (Prop. IV.2 plus the underflow term of
+  :func:`expansions.bounds.mul_underflow_term`);
+* ``renormalize``: error-free (bound 0) for R-term input, and the output ulp-nonoverlapping.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from . import bounds as B
+from .formats import format_of
+from .generate import random_terms
+from .reference.exact import exact_rows
+from .reference.fp import round_fraction, to_float
+
+OPERATIONS = ("add_safe", "add_fast", "mul", "renormalize")
+
+
+@dataclass
+class Row:
+    operation: str
+    R: int
+    dtype: str
+    backend: str
+    cases: int = 0
+    nonfinite_cases: int = 0
+    bound_log2: float | None = None
+    bound_relative_to: str = ""
+    bound_hypotheses_hold: bool = True
+    max_error_log2: float | None = None  # largest observed error, relative to the bound's quantity
+    max_ratio_log2: float | None = None  # largest error / bound (<= 0 means within the bound)
+    violations: int = 0
+    underflow_term: bool = False
+    underflow_cases: int = 0  # cases whose bound is dominated by the underflow term (not in max error)
+    s0_not_rn: int = 0
+    property_violations: int = 0
+    note: str = ""
+    seconds: float = 0.0
+    counterexample: dict = field(default_factory=dict)
+
+
+def _log2(q: Fraction) -> float:
+    if q == 0:
+        return -math.inf
+    return math.log2(q.numerator) - math.log2(q.denominator)
+
+
+def _valid(terms) -> np.ndarray:
+    return np.isfinite(terms).all(axis=1)
+
+
+def families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str):
+    """Pairs (x, y) of (N, R) term arrays mixing the design notes' adversarial families:
+    random; massive cancellation (y = -x except from a random term on); Sterbenz pairs; exponent
+    gaps of 0..p bits; interleaved zeros and one-bit (ulp) overlaps; same signs; near underflow."""
+    fmt = format_of(dtype)
+    p = fmt.p
+    seeds = rng.integers(0, 2**31, size=16)
+    k = max(1, N // 8)
+    parts = []
+
+    def gen(n, s, **kw):
+        return random_terms((n,), R, dtype, seed=int(s), **kw)
+
+    # random
+    n0 = N - 6 * k
+    parts.append((gen(n0, seeds[0]), gen(n0, seeds[1])))
+    # cancellation: y = -x up to term j, then an unrelated tail below ulp(x_{j-1})
+    x = gen(k, seeds[2])
+    y = -x
+    j = rng.integers(1, R, size=k)
+    tail = gen(k, seeds[3], exponent_range=(0, 0))
+    for i in range(k):
+        jj = j[i]
+        nz = np.flatnonzero(x[i, :jj])
+        _, e_prev = np.frexp(float(x[i, nz[-1]]))  # last nonzero term before the tail
+        scale = int(e_prev) - 1 - p - int(rng.integers(0, 3))
+        y[i, jj:] = np.ldexp(tail[i, : R - jj].astype(np.float64), scale).astype(dtype)
+    parts.append((x, y))
+    # Sterbenz: y0 within a factor 2 of -x0
+    x = gen(k, seeds[4])
+    y = gen(k, seeds[5], exponent_range=(0, 0))
+    _, ex0 = np.frexp(x[:, 0].astype(np.float64))
+    shift = (ex0 - 1 + rng.integers(-1, 1, size=k)).astype(np.int32)
+    y = np.ldexp(y.astype(np.float64), shift[:, None]).astype(dtype)
+    y = np.where((np.sign(y[:, :1]) == np.sign(x[:, :1])), -y, y)
+    parts.append((x, y))
+    # exponent gaps of 0..p bits between terms
+    parts.append((gen(k, seeds[6], max_gap=p), gen(k, seeds[7], max_gap=p)))
+    # zeros inside and one-bit overlaps
+    parts.append((gen(k, seeds[8], p_ulp=0.3, p_zero=0.2), gen(k, seeds[9], p_ulp=0.3, p_zero=0.2)))
+    # same sign, close magnitudes
+    parts.append((gen(k, seeds[10], same_sign=True, exponent_range=(0, 1)),
+                  gen(k, seeds[11], same_sign=True, exponent_range=(0, 1))))
+    # near underflow: the last terms are subnormal or zero
+    lo = min(fmt.emin + (R - 1) * (p + 2) // 2, fmt.emax // 2 - 6)  # products stay finite
+    parts.append((gen(k, seeds[12], exponent_range=(lo - 4, lo + 4)),
+                  gen(k, seeds[13], exponent_range=(lo - 4, lo + 4))))
+    xs = np.concatenate([a for a, _ in parts])
+    ys = np.concatenate([b for _, b in parts])
+    if op == "renormalize":
+        # unnormalized input: the raw output of the fast addition, and unordered terms
+        return xs, ys
+    return xs, ys
+
+
+def _backend(name):
+    if name == "cpu":
+        from .cpu import kernels
+
+        return kernels, np.asarray
+    from .cuda import launch
+
+    import cupy
+
+    return launch, cupy.asarray
+
+
+def verify_one(op: str, R: int, dtype: str, samples: int, seed: int, backend: str = "cpu") -> Row:
+    t0 = time.perf_counter()
+    fmt = format_of(dtype)
+    p = fmt.p
+    row = Row(op, R, dtype, backend)
+    rng = np.random.default_rng([seed, R, p, OPERATIONS.index(op)])
+    x, y = families(samples, R, dtype, rng, op)
+    be, to_dev = _backend(backend)
+    with np.errstate(all="ignore"):
+        if op == "renormalize":
+            from .cpu import kernels as twin
+
+            raw = twin.add_fast(x, y, R)
+            perm = rng.permuted(np.tile(np.arange(R), (raw.shape[0], 1)), axis=1)
+            raw[::2] = np.take_along_axis(raw[::2], perm[::2], axis=1)  # unordered terms
+            inp = (raw,)
+            out = be.renormalize(to_dev(raw), R)
+        else:
+            inp = (x, y)
+            fn = {"add_safe": be.add_safe, "add_fast": be.add_fast, "mul": be.mul_truncated}[op]
+            out = fn(to_dev(x), to_dev(y), R)
+    out = out.get() if hasattr(out, "get") else np.asarray(out)
+
+    ok = _valid(out)
+    for a in inp:
+        ok &= _valid(a)
+    row.nonfinite_cases = int((~ok).sum())
+    idx = np.flatnonzero(ok)
+    row.cases = int(idx.size)
+    ex_out = exact_rows(out[idx])
+    ex_in = [exact_rows(a[idx]) for a in inp]
+
+    if op == "add_safe":
+        bound = B.add_safe(R, p)
+    elif op == "mul":
+        bound = B.mul_truncated(R, p)
+    else:
+        bound = None
+    if bound is not None:
+        row.bound_log2 = bound.log2
+        row.bound_relative_to = bound.relative_to
+        row.bound_hypotheses_hold = bound.hypotheses_hold
+        row.note = bound.note
+    if op == "add_fast":
+        row.note = "no proven bound (none under cancellation): observed error only"
+        row.bound_relative_to = "|x + y|"
+    if op == "renormalize":
+        row.bound_log2 = -math.inf
+        row.bound_relative_to = "|x|"
+        row.note = "error-free for R-term input; property: output ulp-nonoverlapping"
+    if op == "mul":
+        row.underflow_term = True
+        uterm = B.mul_underflow_term(R, fmt)
+
+    worst_err = Fraction(0)
+    worst_ratio = None
+    shape_slack = 2 * R - 1
+    for k, i in enumerate(idx):
+        got = ex_out[k]
+        if op in ("add_safe", "add_fast"):
+            exact = ex_in[0][k] + ex_in[1][k]
+            scale = abs(exact)
+            case_bound = bound.value * scale if bound is not None else None
+        elif op == "mul":
+            exact = ex_in[0][k] * ex_in[1][k]
+            scale = abs(Fraction(float(x[i, 0])) * Fraction(float(y[i, 0])))
+            case_bound = bound.value * scale + uterm
+        else:
+            exact = ex_in[0][k]
+            scale = abs(exact)
+            case_bound = Fraction(0)
+        err = abs(exact - got)
+        if op == "mul" and uterm * (1 << 20) > case_bound - uterm:
+            row.underflow_cases += 1
+        elif scale:
+            rel = err / scale
+            if rel > worst_err:
+                worst_err = rel
+        elif err:
+            worst_err = Fraction(10**9)
+        if case_bound is not None:
+            if err > case_bound:
+                row.violations += 1
+                if not row.counterexample:
+                    row.counterexample = _case(inp, out, i)
+            if case_bound > 0:
+                ratio = err / case_bound
+                worst_ratio = ratio if worst_ratio is None or ratio > worst_ratio else worst_ratio
+        if op == "add_safe":
+            rn = to_float(round_fraction(exact, fmt))
+            if float(out[i, 0]) != rn:
+                row.s0_not_rn += 1
+                if "s0" not in row.counterexample:
+                    row.counterexample["s0"] = _case(inp, out, i) | {"rn_of_exact_sum": float.hex(float(rn))}
+            s0 = abs(Fraction(float(out[i, 0])))
+            for t in range(1, R):
+                if abs(Fraction(float(out[i, t]))) > s0 * Fraction(2) ** (-(p - 1) * t + shape_slack):
+                    row.property_violations += 1
+                    break
+        if op == "renormalize":
+            if not B.ulp_nonoverlapping([Fraction(float(v)) if v != 0 else 0.0 for v in out[i]], fmt):
+                row.property_violations += 1
+    row.max_error_log2 = _log2(worst_err)
+    row.max_ratio_log2 = _log2(worst_ratio) if worst_ratio else (-math.inf if bound is not None else None)
+    row.seconds = time.perf_counter() - t0
+    return row
+
+
+def _case(inp, out, i):
+    return {
+        "inputs": [[float.hex(float(v)) for v in a[i]] for a in inp],
+        "output": [float.hex(float(v)) for v in out[i]],
+    }
+
+
+def _fmt(v, nd=1):
+    if v is None:
+        return "-"
+    if v == -math.inf:
+        return "-inf"
+    return f"{v:.{nd}f}"
+
+
+def markdown(rows, header: dict) -> str:
+    lines = [
+        "# Bound verification",
+        "",
+        " ".join(f"{k}: {v};" for k, v in header.items()),
+        "",
+        "Errors are exact (rational arithmetic), relative to the quantity in `rel. to`. "
+        "`ratio` = log2 of the largest error/bound over the cases (<= 0: every case within its bound). "
+        "`mul` bounds include the underflow term R(R+1)/2*eta (design decision 9); `log2 max error` leaves out "
+        "the `underflow` cases, where that term is more than 2^-20 of the bound. "
+        "`s0!=RN`: cases where the safe addition's s0 is not the correctly rounded sum; "
+        "`prop.`: cases breaking the output property (safe add: |s_i| <= 2^(-(p-1)i+2R-1)|s_0|; "
+        "renormalize: ulp-nonoverlapping).",
+        "",
+        "| operation | R | dtype | backend | cases | non-finite | log2 bound | rel. to | log2 max error "
+        "| ratio | violations | underflow | s0!=RN | prop. | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.operation} | {r.R} | {r.dtype} | {r.backend} | {r.cases} | {r.nonfinite_cases} | "
+            f"{_fmt(r.bound_log2)} | {r.bound_relative_to} | {_fmt(r.max_error_log2)} | "
+            f"{_fmt(r.max_ratio_log2, 2)} | {r.violations} | "
+            f"{r.underflow_cases if r.operation == 'mul' else '-'} | "
+            f"{r.s0_not_rn if r.operation == 'add_safe' else '-'} | "
+            f"{r.property_violations if r.operation in ('add_safe', 'renormalize') else '-'} | {r.note} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run(terms, dtypes, operations, samples, seed, backend="cpu", progress=True):
+    from tqdm import tqdm
+
+    jobs = [(op, R, dt) for dt in dtypes for R in terms for op in operations]
+    rows = []
+    bar = tqdm(jobs, disable=not progress, unit="row", leave=False)
+    for op, R, dt in bar:
+        bar.set_description(f"{op} R={R} {dt}")
+        rows.append(verify_one(op, R, dt, samples, seed, backend))
+    return rows
+
+
+def write(rows, header, out_dir):
+    import pathlib
+
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "verification.md").write_text(markdown(rows, header))
+    data = {"header": header, "rows": [asdict(r) for r in rows]}
+    (out / "verification.json").write_text(json.dumps(data, indent=1, default=str))
+    return out
