@@ -33,8 +33,9 @@ def two_prod(a, b):
     float32: the product of two float32 numbers is exact in float64, so ``e`` is the float64
     difference rounded once to float32, which is exactly what the FMA returns, everywhere.
     float64: NumPy has no vector FMA, so Dekker's product with Veltkamp's splitting computes the
-    same exact error whenever it is representable and the operands are below 2**996 in magnitude
-    (the splitting overflows above); near underflow and overflow the two may differ.
+    same exact error whenever it is representable and no partial product overflows; where the
+    error falls below the smallest subnormal, or the product is within a factor 2**-52 of the
+    overflow threshold, the two may differ.
     """
     if a.dtype == np.float32:
         exact = a.astype(np.float64) * b.astype(np.float64)  # exact: 24 + 24 bits <= 53
@@ -42,15 +43,26 @@ def two_prod(a, b):
         e = (exact - p.astype(np.float64)).astype(np.float32)
         return p, e
     p = a * b
-    ah, al = _split64(a)
-    bh, bl = _split64(b)
+    # an operand above 2**995 is split scaled down by 2**-28, the other scaled up by 2**28:
+    # the product is unchanged and exact (if both are that large, the product overflows anyway)
+    big_a, big_b = np.abs(a) > _BIG, np.abs(b) > _BIG
+    a2 = np.where(big_a, a * _DOWN, np.where(big_b, a * _UP, a))
+    b2 = np.where(big_b, b * _DOWN, np.where(big_a, b * _UP, b))
+    ah, al = _split64(a2)
+    bh, bl = _split64(b2)
     e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl
     return p, e
 
 
 def _split64(a):
-    """Veltkamp's splitting: ``a = hi + lo`` with hi and lo of at most 26 significant bits."""
+    """Veltkamp's splitting: ``a = hi + lo`` with hi and lo of at most 26 significant bits
+    (exact for ``|a| <= 2**995``; above, the splitting constant's product may overflow)."""
     c = a * _SPLITTER64
     hi = c - (c - a)
     lo = a - hi
     return hi, lo
+
+
+_BIG = np.float64(2.0**995)
+_DOWN = np.float64(2.0**-28)
+_UP = np.float64(2.0**28)

@@ -24,13 +24,15 @@ def nonfinite_epilogue(s, operands, leading):
     If an operand has a non-finite term: ``(w, 0, ..., 0)``, ``w`` = the leading-term IEEE result
     ``leading``, or NaN where that operand's leading term is finite.  Else, where the computed
     leading term is not finite (overflow): ``(±inf, 0, ..., 0)`` with the sign of ``leading``.
+    A NaN result is the canonical quiet NaN with the sign bit clear (bits 0x7ff8... / 0x7fc00000),
+    whatever NaN the hardware produced.
     """
     xp = array_module(s)
     bad = [~xp.isfinite(op).all(axis=-1) for op in operands]
     anybad = bad[0]
     for b in bad[1:]:
         anybad = anybad | b
-    overflow = ~anybad & ~xp.isfinite(s[:, 0])
+    overflow = ~anybad & ~xp.isfinite(s).all(axis=-1)
     fix = anybad | overflow
     if not fix.any():
         return s
@@ -39,6 +41,7 @@ def nonfinite_epilogue(s, operands, leading):
         w[b & xp.isfinite(op[:, 0])] = xp.nan
     inf = xp.asarray(xp.inf, dtype=s.dtype)
     w = xp.where(anybad, w, xp.where(leading < 0, -inf, inf))
+    w = xp.where(xp.isnan(w), xp.asarray(xp.nan, dtype=s.dtype), w)  # one NaN: positive, quiet
     s = s.copy()
     s[fix] = 0
     s[fix, 0] = w[fix]

@@ -54,9 +54,11 @@ def nonfinite_epilogue(result, operands, leading, fmt):
     * If an operand has a non-finite term, the result is ``(w, 0, ..., 0)`` where ``w`` is the IEEE
       operation applied to the operands' leading terms, an operand with a finite leading term but a
       non-finite lower term counting as NaN.
-    * Else, if the computed leading term is not finite (overflow), the result is
+    * Else, if a computed term is not finite (overflow), the result is
       ``(±inf, 0, ..., 0)`` with the sign of ``leading``.
     * Else the computed result stands.
+
+    A NaN result is always the canonical quiet NaN with a clear sign bit (``math.nan``).
     """
     R = len(result)
     bad = [any(not is_finite(t) for t in op) for op in operands]
@@ -66,7 +68,7 @@ def nonfinite_epilogue(result, operands, leading, fmt):
             if b and is_finite(op[0]):
                 w = NAN
         return tuple([w] + [0.0] * (R - 1))
-    if not is_finite(result[0]):
+    if not all(is_finite(t) for t in result):
         w = -INF if (leading < 0) else INF
         return tuple([w] + [0.0] * (R - 1))
     return tuple(result)
