@@ -74,6 +74,13 @@ def gpu_environment() -> dict:
         return info | {"gpu_available": False, "gpu_reason": f"{type(exc).__name__}: {exc}"}
 
 
+def device_slug() -> str:
+    """A folder name for this run's results: the GPU's name, or 'cpu-<machine>'."""
+    env = gpu_environment()
+    name = env["gpu_name"] if env.get("gpu_available") else f"cpu-{platform.machine()}"
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip("-").lower()
+
+
 def cmd_info(args) -> int:
     from . import formats as F
 

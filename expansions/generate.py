@@ -55,7 +55,8 @@ def random_terms(
         # exactly ±ulp of the previous term: 2**(e_{i-1} - p + 1)
         use = rng.random((N, R)) < p_ulp
         use[:, 0] = False
-        ulp_prev = np.ldexp(np.ones((N, R)), np.concatenate([exps[:, :1], exps[:, :-1]], axis=1).astype(np.int32) - (p - 1))
+        prev = np.concatenate([exps[:, :1], exps[:, :-1]], axis=1).astype(np.int32)
+        ulp_prev = np.ldexp(np.ones((N, R)), prev - (p - 1))
         vals = np.where(use, signs * ulp_prev, vals)
     terms = vals.astype(fmt_dtype(fmt))
     if min_exponent is not None:

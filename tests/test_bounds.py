@@ -5,6 +5,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from helpers import DTYPES, RS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,6 @@ from expansions.reference import algorithms as A
 from expansions.reference.exact import exact_rows
 from expansions.reference.fp import round_fraction
 from expansions.verify import verify_one
-from helpers import DTYPES, RS
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -77,7 +77,8 @@ def test_truncation_bound_prop_iv1(R, dtype):
     y = safe_random(300, R, dtype, seed=R + 9)
     b = B.mul_truncation(R, format_of(dtype).p).value
     for i in range(x.shape[0]):
-        left = sum(Fraction(float(x[i, a])) * Fraction(float(y[i, c])) for a in range(R) for c in range(R) if a + c >= R)
+        left = sum(Fraction(float(x[i, a])) * Fraction(float(y[i, c]))
+                   for a in range(R) for c in range(R) if a + c >= R)
         assert abs(left) <= b * abs(Fraction(float(x[i, 0])) * Fraction(float(y[i, 0])))
 
 

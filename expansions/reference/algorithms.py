@@ -131,7 +131,7 @@ def mul_truncated(x, y, R, fmt):
     lane; the product errors, then the sum errors, are propagated with bounded any-loops.  The last
     step uses plain products and additions.  (Fig. 7's ``K-1`` is ``R-1``.)
     """
-    n, m = len(x), len(y)
+    m = len(y)
     xs = _lanes(x, R)
     s = [0.0] * R
     pi = [0.0] * R

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The two commands of the README:
+#   bash run.sh         set up .venv and run the main job: backends and formats, then the bound
+#                       verification table (on the GPU when CuPy sees one, else on the CPU twins),
+#                       written to results/<device>/
+#   bash run.sh test    set up .venv and run the test suite
+# Environment: PYTHON (interpreter for the venv, default python3); EXPANSIONS_NVRTC=1 also installs
+# CuPy and NVRTC for CUDA 12 without a GPU, so that the kernel compile checks run (CI does this).
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+extras="test,plot"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
+  major=$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9]*\).*/\1/p' | head -n 1)
+  if [ "${major:-12}" -ge 13 ]; then extras="$extras,cuda13"; else extras="$extras,cuda12"; fi
+elif [ "${EXPANSIONS_NVRTC:-0}" = 1 ]; then
+  extras="$extras,cuda12"
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[${extras}]"
+case "${1:-main}" in
+  test)
+    shift || true
+    exec .venv/bin/python -m pytest -n auto "$@"
+    ;;
+  main)
+    .venv/bin/python -m expansions info
+    dev=$(.venv/bin/python -c 'from expansions.__main__ import device_slug; print(device_slug())')
+    .venv/bin/python -m expansions verify --samples "${SAMPLES:-10000}" --out "results/$dev"
+    ;;
+  *)
+    echo "usage: bash run.sh [test|main]" >&2
+    exit 2
+    ;;
+esac
