@@ -126,9 +126,9 @@ def _backend(name):
         from .cpu import kernels
 
         return kernels, np.asarray
-    from .cuda import launch
-
     import cupy
+
+    from .cuda import launch
 
     return launch, cupy.asarray
 

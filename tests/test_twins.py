@@ -7,9 +7,9 @@ reference (Fractions, every operation rounded exactly) is what defines them.  In
 
 import numpy as np
 import pytest
+from helpers import DTYPES, RS, adversarial_pairs, bits, failure_table, reference, safe_random
 
 from expansions.cpu import kernels as K
-from helpers import DTYPES, RS, adversarial_pairs, bits, failure_table, reference, safe_random
 
 OPS = ("add_safe", "add_fast", "mul_truncated", "sub_safe", "sub_fast")
 

@@ -10,8 +10,6 @@ scalar reference of :mod:`expansions.reference.algorithms`.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..formats import group_width
 from ..reference.algorithms import insertion_order
 from .eft import two_prod, two_sum
