@@ -17,11 +17,11 @@ from .lanes import array_module, group_any, lane_ids, load_lanes, shfl, shfl_dow
 
 
 def nonfinite_epilogue(s, operands, leading):
-    """Twin of ``nonfinite_epilogue`` in ``expansions/cuda/expansion.cuh``.
+    """Twin of ``nonfinite_epilogue<T, R, W>`` in ``expansions/cuda/expansion.cuh``.
 
     If an operand has a non-finite term: ``(w, 0, ..., 0)``, ``w`` = the leading-term IEEE result
-    ``leading``, or NaN where that operand's leading term is finite.  Else, where the computed
-    leading term is not finite (overflow): ``(±inf, 0, ..., 0)`` with the sign of ``leading``.
+    ``leading``, or NaN where that operand's leading term is finite.  Else, where any computed
+    term is not finite (overflow): ``(±inf, 0, ..., 0)`` with the sign of ``leading``.
     A NaN result is the canonical quiet NaN with the sign bit clear (bits 0x7ff8... / 0x7fc00000),
     whatever NaN the hardware produced.
     """
@@ -47,7 +47,8 @@ def nonfinite_epilogue(s, operands, leading):
 
 
 def add_safe(x, y, R):
-    """Twin of kernel ``add_safe<T, N, M, R>`` (``expansions/cuda/add.cuh``); Algorithm 1."""
+    """Twin of ``add_safe_group<T, N, M, R, W>`` (``expansions/cuda/add.cuh``; entry point ``add_safe`` in
+    ``kernels.cu``); Algorithm 1."""
     xp = array_module(x)
     n, m = x.shape[1], y.shape[1]
     W = group_width(max(n, m, R))
@@ -66,7 +67,8 @@ def add_safe(x, y, R):
 
 
 def add_fast(x, y, R):
-    """Twin of kernel ``add_fast<T, N, M, R>`` (``expansions/cuda/add.cuh``); Fig. 5."""
+    """Twin of ``add_fast_group<T, N, M, R, W>`` (``expansions/cuda/add.cuh``; entry point ``add_fast`` in
+    ``kernels.cu``); Fig. 5."""
     xp = array_module(x)
     n, m = x.shape[1], y.shape[1]
     W = group_width(max(n, m, R))
@@ -92,7 +94,7 @@ def add_fast(x, y, R):
 
 
 def _propagate(s, e, R, lane):
-    """Twin of ``propagate<R>`` in ``expansions/cuda/mul.cuh``: ``while any(e != 0)``, at most R rounds,
+    """Twin of ``propagate<T, R, W>`` in ``expansions/cuda/mul.cuh``: ``while any(e != 0)``, at most R rounds,
     2Sum e into s then shift e up one lane with zero in; groups whose e is zero stand still."""
     xp = array_module(s)
     zero = s.dtype.type(0)
@@ -108,7 +110,8 @@ def _propagate(s, e, R, lane):
 
 
 def mul_truncated(x, y, R):
-    """Twin of kernel ``mul_truncated<T, N, M, R>`` (``expansions/cuda/mul.cuh``); Algorithm 2."""
+    """Twin of ``mul_truncated_group<T, N, M, R, W>`` (``expansions/cuda/mul.cuh``; entry point
+    ``mul_truncated`` in ``kernels.cu``); Algorithm 2."""
     xp = array_module(x)
     n, m = x.shape[1], y.shape[1]
     W = group_width(max(n, m, R))
@@ -174,7 +177,8 @@ def ulp(a):
 
 
 def renormalize(x, R):
-    """Twin of kernel ``renormalize<T, N, R>`` (``expansions/cuda/renorm.cuh``).
+    """Twin of ``renormalize_group<T, N, R, W>`` (``expansions/cuda/renorm.cuh``; entry point ``renormalize``
+    in ``kernels.cu``).
 
     At most R rounds of: stable sort by decreasing magnitude (the kernel's bitonic sort breaks ties
     by lane index), VecSum from the bottom, VecSumErrBranch from the top (Joldes, Marty, Muller,
@@ -207,7 +211,7 @@ def renormalize(x, R):
 
 
 def negate(x):
-    """Twin of kernel ``negate<T, R>``: every term negated (exact)."""
+    """Twin of kernel ``negate<T, R>`` (``kernels.cu``): every term negated (exact)."""
     return -x
 
 

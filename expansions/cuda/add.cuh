@@ -37,7 +37,7 @@ __device__ __forceinline__ T add_safe_group(T x, T y, int lane) {
     }
     const T up = shfl_up<W>(se.lo, 1);
     const T s = add_rn(se.hi, lane == 0 ? zero : up);
-    return nonfinite_epilogue<T, W>(s, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
+    return nonfinite_epilogue<T, R, W>(s, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
 }
 
 // Fast addition, Fig. 5: returns this lane's term of x + y in R terms (no error bound under
@@ -62,7 +62,7 @@ __device__ __forceinline__ T add_fast_group(T x, T y, int lane) {
     }
     const T up = shfl_up<W>(se.lo, 1);
     const T s = add_rn(se.hi, lane == 0 ? zero : up);
-    return nonfinite_epilogue<T, W>(s, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
+    return nonfinite_epilogue<T, R, W>(s, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
 }
 
 }  // namespace expansions

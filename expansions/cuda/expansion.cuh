@@ -142,19 +142,22 @@ __device__ __forceinline__ OperandStatus operand_status(T v) {
 
 // Design decision 6.  If an operand has a non-finite term: (w, 0, ..., 0), w = `leading` (the IEEE
 // result of the operation on the leading terms), or NaN where that operand's leading term is
-// finite.  Else, if the computed leading term s_0 is not finite (overflow): (+-inf, 0, ..., 0) with
-// the sign of leading < 0.  Else s unchanged.  `leading` is the same on every lane of the group.
+// finite.  Else, if a computed term s_0..s_{R-1} is not finite (overflow): (+-inf, 0, ..., 0) with
+// the sign of leading < 0.  Else s unchanged.  A NaN w is the canonical quiet NaN with a clear sign
+// bit, whatever NaN the hardware produced.  `leading` is the same on every lane of the group.
 // Mirrors nonfinite_epilogue in expansions/cpu/kernels.py.
-template <class T, int W>
+template <class T, int R, int W>
 __device__ __forceinline__ T nonfinite_epilogue(T s, T leading, int lane, OperandStatus a,
                                                 OperandStatus b = OperandStatus{false, true}) {
+    const bool any_term_nonfinite = group_any<R, W>(!is_finite(s));  // every lane votes
     const bool anybad = a.bad || b.bad;
-    const bool overflow = !anybad && !is_finite(shfl<W>(s, 0));
+    const bool overflow = !anybad && any_term_nonfinite;
     if (!(anybad || overflow)) return s;
     T w = leading;
     if (a.bad && a.leading_finite) w = quiet_nan<T>();
     if (b.bad && b.leading_finite) w = quiet_nan<T>();
     if (!anybad) w = infinity<T>(leading < T(0));
+    if (is_nan(w)) w = quiet_nan<T>();
     return lane == 0 ? w : T(0);
 }
 

@@ -14,6 +14,7 @@ constexpr unsigned FULL_MASK = 0xffffffffu;
 __device__ __forceinline__ int lane_in_warp() { return static_cast<int>(threadIdx.x & 31u); }
 
 // Lane of the calling thread in its group of W lanes (the index of the term it holds).
+// Twin: lane_ids.
 template <int W>
 __device__ __forceinline__ int lane_in_group() { return lane_in_warp() & (W - 1); }
 

@@ -56,7 +56,7 @@ __device__ __forceinline__ T mul_truncated_group(T x, T y, int lane) {
     s = add_rn(s, mul_rn(x, yi));
     const T s0 = shfl<W>(s, 0);
     if (lane == R - 1) pi = s0;
-    return nonfinite_epilogue<T, W>(pi, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
+    return nonfinite_epilogue<T, R, W>(pi, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
 }
 
 }  // namespace expansions

@@ -1,0 +1,357 @@
+"""Kernel instances, their NVRTC compilation (with or without a GPU) and the per-device loader.
+
+One table, :data:`OPERATIONS`, describes the ``__global__`` templates of ``kernels.cu``; an
+:class:`Instance` (operation, term dtype, N, M, R) gives its name expression, and every list of
+instances (the resource check's, the loader's) is generated from it, never typed out.
+
+Compilation goes through ``cupy.cuda.nvrtc`` directly, with :data:`OPTIONS`, for an explicit
+``-arch=sm_XX``: that needs only the NVRTC library, no GPU and no driver, and ``--ptxas-options=-v``
+reports registers, stack and spills.  The loader compiles the same way for the current device and
+loads the CUBIN with ``cupy.RawModule(path=...)``.  It does not use ``RawModule(code=...)``: CuPy
+appends ``-ftz=true`` to the options of the programs it compiles, which would flush float32
+subnormals and break the bit equality with the NumPy twins (design decision 3).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..formats import canonical_dtype, group_width
+
+CUDA_DIR = Path(__file__).resolve().parent
+ENTRY = "kernels.cu"
+
+#: NVRTC options of every build: explicit rounding stays explicit (no contraction, no fast math),
+#: subnormals are kept, division and square root are IEEE.
+OPTIONS = ("-std=c++17", "--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true")
+
+#: Threads per block of the launchers (a multiple of 32: the grid-stride loop needs whole warps).
+BLOCK = 256
+
+#: C++ term type of each dtype.
+CTYPES = {"float64": "double", "float32": "float"}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A ``__global__`` template of ``kernels.cu``.
+
+    ``params`` names its integer template parameters after the term type: ``NMR`` for binary
+    operations on N- and M-term inputs with R-term output, ``NR`` for unary ones, ``R`` for the
+    term-wise ones (input and output of R terms)."""
+
+    name: str
+    params: str
+
+
+#: The kernels, in the order of the resource table.
+OPERATIONS = {
+    op.name: op
+    for op in (
+        Operation("add_safe", "NMR"),
+        Operation("sub_safe", "NMR"),
+        Operation("add_fast", "NMR"),
+        Operation("sub_fast", "NMR"),
+        Operation("mul_truncated", "NMR"),
+        Operation("renormalize", "NR"),
+        Operation("negate", "R"),
+    )
+}
+
+#: Mixed input/output sizes (N, M, R) compiled besides N = M = R.
+MIXED_SIZES = ((2, 4, 4), (4, 2, 8), (8, 8, 4), (1, 3, 2), (16, 8, 32))
+
+#: R values of the reduced resource check on the older architectures.
+SUBSET_R = (2, 3, 4, 5, 8, 13, 16, 31, 32)
+
+
+@dataclass(frozen=True, order=True)
+class Instance:
+    """One template instance: operation, term dtype name, input sizes N and M, output size R.
+
+    Unary operations have M = 0; ``negate`` has N = R."""
+
+    op: str
+    dtype: str
+    N: int
+    M: int
+    R: int
+
+    @property
+    def name_expression(self) -> str:
+        params = {"NMR": (self.N, self.M, self.R), "NR": (self.N, self.R), "R": (self.R,)}
+        ints = params[OPERATIONS[self.op].params]
+        return f"expansions::{self.op}<{CTYPES[self.dtype]}, {', '.join(map(str, ints))}>"
+
+    @property
+    def group_width(self) -> int:
+        """Lanes per expansion, W = next power of two >= max(N, M, R)."""
+        return group_width(max(self.N, self.M, self.R))
+
+
+def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None) -> Instance:
+    """The instance of ``op`` for term ``dtype``, output R and inputs N (and M), default R."""
+    if op not in OPERATIONS:
+        raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)}")
+    dt = canonical_dtype(dtype).name
+    params = OPERATIONS[op].params
+    N = R if (N is None or params == "R") else N
+    M = (R if M is None else M) if params == "NMR" else 0
+    for name, k in (("R", R), ("N", N)) + ((("M", M),) if params == "NMR" else ()):
+        if not 1 <= k <= 32:
+            raise ValueError(f"{op}: {name} = {k} is outside 1..32")
+    return Instance(op, dt, N, M, R)
+
+
+def resource_instances(arch: str) -> list[Instance]:
+    """Instances of the resource check: on sm_90 every operation, both term dtypes, every R in
+    2..32 with N = M = R, and :data:`MIXED_SIZES`; on other architectures R in :data:`SUBSET_R`."""
+    rs = range(2, 33) if arch == "sm_90" else SUBSET_R
+    out = []
+    for op, info in OPERATIONS.items():
+        for dtype in CTYPES:
+            out += [instance(op, dtype, R) for R in rs]
+            if info.params != "R":
+                out += [instance(op, dtype, R, N, M) for N, M, R in MIXED_SIZES]
+    return sorted(set(out), key=lambda i: (list(OPERATIONS).index(i.op), list(CTYPES).index(i.dtype), i.R, i.N, i.M))
+
+
+@functools.cache
+def source() -> str:
+    """``kernels.cu`` with its local ``#include "..."`` files inlined once each (``#pragma once``):
+    one self-contained text, so that NVRTC needs no include path and a cache key covers it all."""
+    seen: set[str] = set()
+
+    def expand(name: str) -> str:
+        if name in seen:
+            return ""
+        seen.add(name)
+        lines = []
+        for line in (CUDA_DIR / name).read_text().splitlines():
+            m = re.match(r'\s*#include\s+"([^"]+)"', line)
+            if m:
+                lines.append(expand(m.group(1)))
+            elif line.strip() != "#pragma once":
+                lines.append(line)
+        return f"// ---- expansions/cuda/{name}\n" + "\n".join(lines) + "\n"
+
+    return expand(ENTRY)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """ptxas's report for one compiled kernel."""
+
+    lowered: str
+    registers: int
+    stack: int
+    spill_stores: int
+    spill_loads: int
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_stores > 0 or self.spill_loads > 0
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One NVRTC program: its CUBIN (or PTX), the lowered names and ptxas's resource usage."""
+
+    arch: str
+    binary: bytes
+    lowered: dict
+    resources: dict
+    log: str
+
+
+_ENTRY_RE = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PROPS_RE = re.compile(r"Function properties for (\S+)")
+_SPILL_RE = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED_RE = re.compile(r"Used (\d+) registers")
+
+
+def parse_ptxas_log(log: str) -> dict:
+    """``{mangled name: (registers, stack, spill stores, spill loads)}`` for the entry functions of
+    a ``--ptxas-options=-v`` log."""
+    found: dict = {}
+    entry = props = None
+    for line in log.splitlines():
+        if m := _ENTRY_RE.search(line):
+            entry = m.group(1)
+            found[entry] = [0, 0, 0, 0]
+        elif m := _PROPS_RE.search(line):
+            props = m.group(1)
+        elif (m := _SPILL_RE.search(line)) and props in found:
+            found[props][1:] = [int(m.group(1)), int(m.group(2)), int(m.group(3))]
+        elif (m := _USED_RE.search(line)) and entry in found:
+            found[entry][0] = int(m.group(1))
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def nvrtc_version() -> tuple[int, int]:
+    from cupy.cuda import nvrtc
+
+    return tuple(nvrtc.getVersion())
+
+
+def supported_archs() -> tuple[int, ...]:
+    from cupy.cuda import nvrtc
+
+    return tuple(nvrtc.getSupportedArchs())
+
+
+def compile_instances(instances, arch: str = "sm_90", verbose: bool = True) -> Compiled:
+    """Compile ``instances`` in one NVRTC program for ``arch`` (``sm_XX``: a CUBIN, ptxas runs and,
+    when ``verbose``, reports resources; ``compute_XX``: PTX).  No GPU needed."""
+    from cupy.cuda import nvrtc
+
+    instances = list(dict.fromkeys(instances))
+    names = [i.name_expression for i in instances]
+    opts = [f"-arch={arch}", *OPTIONS] + (["--ptxas-options=-v"] if verbose and arch.startswith("sm_") else [])
+    prog = nvrtc.createProgram(source(), ENTRY, [], [])
+    try:
+        for n in names:
+            nvrtc.addNameExpression(prog, n)
+        try:
+            nvrtc.compileProgram(prog, opts)
+        except nvrtc.NVRTCError as exc:
+            raise RuntimeError(f"NVRTC failed for {arch} ({exc}):\n{nvrtc.getProgramLog(prog)}") from None
+        log = nvrtc.getProgramLog(prog)
+        lowered = {i: nvrtc.getLoweredName(prog, n) for i, n in zip(instances, names)}
+        binary = nvrtc.getCUBIN(prog) if arch.startswith("sm_") else nvrtc.getPTX(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    usage = parse_ptxas_log(log)
+    resources = {i: Resources(low, *usage[low]) for i, low in lowered.items() if low in usage}
+    return Compiled(arch, binary, lowered, resources, log)
+
+
+def compile_resources(jobs, batch_size: int = 40, threads: int = 2) -> dict:
+    """``{(arch, instance): Resources}`` for ``jobs`` = ``{arch: instances}``: each arch's instances
+    are compiled in programs of about ``batch_size`` instances (interleaved, so that every program
+    gets a share of the large, slow ones), all programs on ``threads`` threads (NVRTC releases the
+    GIL).  Raises if ptxas reports nothing for an instance."""
+    programs = []
+    for arch, instances in jobs.items():
+        instances = list(dict.fromkeys(instances))
+        k = max(1, -(-len(instances) // batch_size))
+        programs += [(arch, instances[j::k]) for j in range(k) if instances[j::k]]
+    out: dict = {}
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for arch, compiled in zip(
+            [a for a, _ in programs], pool.map(lambda job: compile_instances(job[1], job[0]), programs)
+        ):
+            missing = [i for i in compiled.lowered if i not in compiled.resources]
+            if missing:
+                raise RuntimeError(f"ptxas reported no resources on {arch} for {missing[:3]}")
+            out.update({(arch, i): r for i, r in compiled.resources.items()})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Loader: compile on demand for the current device, memoized per device, CUBINs cached on disk.
+
+
+def cache_dir() -> Path:
+    """Where compiled CUBINs are kept: ``$EXPANSIONS_CACHE_DIR`` or ``~/.cache/expansions/cuda``."""
+    env = os.environ.get("EXPANSIONS_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "expansions" / "cuda"
+
+
+def device_arch(device_id: int) -> str:
+    """The NVRTC target for a device: ``sm_<cc>`` if NVRTC supports it, else the newest supported
+    ``sm_<major><minor'>`` with the same major and a lower minor (binary compatible)."""
+    import cupy
+
+    cc = int(cupy.cuda.Device(device_id).compute_capability)
+    archs = supported_archs()
+    if cc in archs:
+        return f"sm_{cc}"
+    same_major = [a for a in archs if a // 10 == cc // 10 and a < cc]
+    if not same_major:
+        raise RuntimeError(
+            f"NVRTC {nvrtc_version()} cannot generate code for compute capability {cc}: "
+            "install an NVRTC that supports it (e.g. a newer nvidia-cuda-nvrtc wheel)"
+        )
+    return f"sm_{max(same_major)}"
+
+
+class DeviceKernels:
+    """The kernels of one device: instances compiled on demand, functions memoized."""
+
+    #: Instances per NVRTC program when many are requested at once (compiled on parallel threads).
+    batch_size = 24
+
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+        self.arch = device_arch(device_id)
+        self._functions: dict = {}
+        self._modules: list = []
+        self._lock = threading.Lock()
+
+    def get(self, *instances: Instance):
+        """The ``cupy.RawKernel`` of each instance; the missing ones are compiled first (in
+        programs of at most :attr:`batch_size` instances, on parallel threads)."""
+        import cupy
+
+        with self._lock:
+            missing = [i for i in dict.fromkeys(instances) if i not in self._functions]
+            if missing:
+                k = -(-len(missing) // self.batch_size)
+                batches = [missing[j::k] for j in range(k)]
+                threads = min(len(batches), os.cpu_count() or 1)
+                with ThreadPoolExecutor(max_workers=threads) as pool:
+                    built = list(pool.map(self._cubin, batches))
+                with cupy.cuda.Device(self.device_id):
+                    for batch, (path, lowered) in zip(batches, built):
+                        module = cupy.RawModule(path=str(path))
+                        for i in batch:
+                            self._functions[i] = module.get_function(lowered[i.name_expression])
+                        self._modules.append(module)
+            return [self._functions[i] for i in instances]
+
+    def _cubin(self, instances) -> tuple[Path, dict]:
+        """Path of the CUBIN holding ``instances`` (compiled unless cached on disk) and
+        ``{name expression: lowered name}``."""
+        names = sorted(i.name_expression for i in instances)
+        key = hashlib.sha256(
+            "\0".join([source(), *OPTIONS, self.arch, str(nvrtc_version()), *names]).encode()
+        ).hexdigest()[:32]
+        folder = cache_dir()
+        cubin, table = folder / f"{key}.cubin", folder / f"{key}.json"
+        if not (cubin.exists() and table.exists()):
+            compiled = compile_instances(instances, self.arch, verbose=False)
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_atomic(cubin, compiled.binary)
+            lowered = {i.name_expression: low for i, low in compiled.lowered.items()}
+            _write_atomic(table, json.dumps(lowered, indent=1).encode())
+        return cubin, json.loads(table.read_text())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+@functools.cache
+def device_kernels(device_id: int) -> DeviceKernels:
+    """The memoized :class:`DeviceKernels` of a device."""
+    return DeviceKernels(device_id)
+
+
+def kernels(*instances: Instance):
+    """The ``cupy.RawKernel`` of each instance for the current CuPy device."""
+    import cupy
+
+    return device_kernels(cupy.cuda.Device().id).get(*instances)

@@ -1,0 +1,133 @@
+"""Launchers of the GPU kernels, with the signatures of their CPU twins (:mod:`expansions.cpu.kernels`).
+
+Each takes 2-D C-contiguous CuPy arrays of terms, shape (count, n), float64 or float32, one
+expansion per row, and returns a new (count, R) CuPy array with the same bits as the twin.  Kernels
+run on the current CuPy device and stream; they are compiled on first use (see
+:func:`expansions.cuda.build.kernels`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..formats import check_terms
+from . import build
+
+#: Upper bound on blocks per launch, per streaming multiprocessor (the grid-stride loop does the rest).
+BLOCKS_PER_SM = 32
+
+
+def add_safe(x, y, R):
+    """x + y in R terms, safe parallel addition (Algorithm 1).  Twin: ``cpu.kernels.add_safe``."""
+    return _binary("add_safe", x, y, R)
+
+
+def add_fast(x, y, R):
+    """x + y in R terms, fast parallel addition (Fig. 5).  Twin: ``cpu.kernels.add_fast``."""
+    return _binary("add_fast", x, y, R)
+
+
+def sub_safe(x, y, R):
+    """x - y as ``add_safe(x, -y)``.  Twin: ``cpu.kernels.sub_safe``."""
+    return _binary("sub_safe", x, y, R)
+
+
+def sub_fast(x, y, R):
+    """x - y as ``add_fast(x, -y)``.  Twin: ``cpu.kernels.sub_fast``."""
+    return _binary("sub_fast", x, y, R)
+
+
+def mul_truncated(x, y, R):
+    """x * y in R terms, truncated parallel multiplication (Algorithm 2).
+    Twin: ``cpu.kernels.mul_truncated``."""
+    return _binary("mul_truncated", x, y, R)
+
+
+def renormalize(x, R):
+    """x renormalized to R ulp-nonoverlapping terms.  Twin: ``cpu.kernels.renormalize``."""
+    cp = _cupy()
+    R = check_terms(R)
+    _check_array(x, "x")
+    count, n = x.shape
+    out = cp.empty((count, R), dtype=x.dtype)
+    _launch(build.instance("renormalize", x.dtype, R, N=n), count, (x, out))
+    return out
+
+
+def negate(x):
+    """-x, every term negated (exact).  Twin: ``cpu.kernels.negate``."""
+    cp = _cupy()
+    _check_array(x, "x")
+    count, n = x.shape
+    out = cp.empty((count, n), dtype=x.dtype)
+    _launch(build.instance("negate", x.dtype, n), count, (x, out))
+    return out
+
+
+def _binary(op, x, y, R):
+    cp = _cupy()
+    R = check_terms(R)
+    _check_array(x, "x")
+    _check_array(y, "y")
+    if x.dtype != y.dtype:
+        raise TypeError(f"{op}: x and y must have the same dtype, got {x.dtype} and {y.dtype}")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"{op}: x and y must hold as many expansions, got {x.shape[0]} and {y.shape[0]}")
+    if x.device.id != y.device.id:
+        raise ValueError(f"{op}: x is on device {x.device.id}, y on device {y.device.id}")
+    count = x.shape[0]
+    out = cp.empty((count, R), dtype=x.dtype)
+    _launch(build.instance(op, x.dtype, R, N=x.shape[1], M=y.shape[1]), count, (x, y, out))
+    return out
+
+
+def _launch(inst, count, arrays):
+    """Run `inst` over `count` expansions: `arrays` are the inputs then the output."""
+    cp = _cupy()
+    if count == 0:
+        return
+    device = arrays[0].device.id
+    if device != cp.cuda.Device().id:
+        raise ValueError(f"{inst.op}: the arrays are on device {device}, the current device is {cp.cuda.Device().id}")
+    (kernel,) = build.kernels(inst)
+    per_block = build.BLOCK if inst.op == "negate" else build.BLOCK // inst.group_width
+    total = count * inst.R if inst.op == "negate" else count
+    blocks = min(-(-total // per_block), _max_blocks(device))
+    kernel((blocks,), (build.BLOCK,), (*arrays, np.int64(count)))
+
+
+@functools.cache
+def _max_blocks(device_id: int) -> int:
+    cp = _cupy()
+    sms = cp.cuda.Device(device_id).attributes["MultiProcessorCount"]
+    return max(1, sms * BLOCKS_PER_SM)
+
+
+def _check_array(a, name):
+    cp = _cupy()
+    if not isinstance(a, cp.ndarray):
+        raise TypeError(
+            f"{name} must be a CuPy array, got {type(a).__module__}.{type(a).__name__} "
+            "(NumPy arrays go to expansions.cpu.kernels)"
+        )
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (count, terms), got shape {a.shape}")
+    if a.dtype not in (np.float64, np.float32):
+        raise TypeError(f"{name} must be float64 or float32, got {a.dtype}")
+    if not 1 <= a.shape[1] <= 32:
+        raise ValueError(f"{name} must have 1..32 terms per expansion, got {a.shape[1]}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous (use cupy.ascontiguousarray)")
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError("expansions.cuda.launch needs CuPy (pip install 'expansions[cuda12]')") from exc
+    return cupy
+
+
+__all__ = ["add_safe", "add_fast", "sub_safe", "sub_fast", "mul_truncated", "renormalize", "negate"]

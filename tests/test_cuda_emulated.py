@@ -1,0 +1,154 @@
+"""The CUDA kernels, compiled by g++ for the host against a warp emulator, against their twins.
+
+CI has no GPU.  tests/emulation/emu.h runs the 32 lanes of a warp as coroutines and turns every
+shuffle and vote into a rendezvous of the whole warp (with CUDA's ``width`` rules, failing if a lane
+misses a full-mask collective); the intrinsics ``__dadd_rn`` etc. are the host's IEEE operations and
+``__fma_rn`` is ``std::fma``.  g++ compiles the kernels' own source (``expansions.cuda.build.source``)
+with ``-ffp-contract=off``, so every operation is the one the GPU performs.  This checks the kernel
+code (lane logic, loops, votes, epilogue) bit for bit against the NumPy twins; what it cannot check
+is the GPU itself (tests/test_gpu.py does that where a GPU is present).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from expansions.cpu import kernels as twin
+from expansions.cuda import build as B
+from expansions.generate import random_terms
+
+HERE = Path(__file__).resolve().parent
+RS = (2, 3, 4, 5, 8, 13, 16, 31, 32)
+MIXED = ((2, 4, 4), (4, 2, 8), (8, 8, 4), (1, 3, 2), (16, 8, 32), (3, 1, 2), (5, 7, 3), (32, 1, 4))
+KINDS = ("random", "ulp_zero_same", "cancel", "sterbenz", "arbitrary", "nonfinite", "overflow", "zeros",
+         "shuffled")
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
+
+
+def instances():
+    out = []
+    for op, info in B.OPERATIONS.items():
+        for dt in B.CTYPES:
+            out += [B.instance(op, dt, R) for R in RS]
+            if info.params == "NMR":
+                out += [B.instance(op, dt, R, N, M) for N, M, R in MIXED]
+            elif info.params == "NR":
+                out += [B.instance(op, dt, R, N) for N, _, R in MIXED] + [B.instance(op, dt, 3, 1)]
+    return sorted(set(out))
+
+
+def symbol(i):
+    return f"emu_{i.op}_{i.dtype}_{i.N}_{i.M}_{i.R}"
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    lines = ['#include "emu.h"', B.source()]
+    for i in instances():
+        ct = B.CTYPES[i.dtype]
+        call = f"{i.name_expression}(x, y, o, n)" if B.OPERATIONS[i.op].params == "NMR" else \
+            f"{i.name_expression}(x, o, n)"
+        lines.append(f'extern "C" void {symbol(i)}(const {ct}* x, const {ct}* y, {ct}* o, long long n, '
+                     f"unsigned g, unsigned bl) {{ emu::launch(g, bl, [=]{{ {call}; }}); }}")
+    d = tmp_path_factory.mktemp("emu")
+    src, so = d / "emu_kernels.cpp", d / "libemu.so"
+    src.write_text("\n".join(lines) + "\n")
+    cmd = ["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
+           "-Wno-unknown-pragmas", f"-I{HERE / 'emulation'}", str(src), "-o", str(so)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return ctypes.CDLL(str(so))
+
+
+def run(lib, inst, x, y, grid, block):
+    count = x.shape[0]
+    out = np.full((count, inst.R), 12345.0, dtype=x.dtype)
+    p = lambda a: a.ctypes.data_as(ctypes.c_void_p) if a is not None else None  # noqa: E731
+    getattr(lib, symbol(inst))(p(x), p(y), p(out), ctypes.c_longlong(count), ctypes.c_uint(grid), ctypes.c_uint(block))
+    return out
+
+
+def twin_of(inst, x, y):
+    f = getattr(twin, inst.op)
+    if inst.op == "negate":
+        return f(x)
+    if inst.op == "renormalize":
+        return f(x, inst.R)
+    return f(x, y, inst.R)
+
+
+def inputs(inst, count, rng, kind):
+    dt = np.dtype(inst.dtype)
+    n, m = inst.N, max(inst.M, 1)
+    seed = int(rng.integers(1 << 30))
+    kw = dict(dtype=dt, min_exponent=-450 if (inst.op == "mul_truncated" and dt == np.float64) else None)
+    x = random_terms(count, n, seed=seed, **kw)
+    y = random_terms(count, m, seed=seed + 1, **kw)
+    if kind == "ulp_zero_same":
+        x = random_terms(count, n, seed=seed, p_ulp=0.3, p_zero=0.3, same_sign=True, max_gap=0, **kw)
+        y = random_terms(count, m, seed=seed + 1, p_ulp=0.3, p_zero=0.3, **kw)
+    elif kind == "cancel":
+        k = min(n, m)
+        y[:, :k] = -x[:, :k]
+        tiny = random_terms(count, 1, seed=seed + 3, exponent_range=(-60, -30), **kw)[:, 0]
+        y[:, k - 1] = np.where(y[:, k - 1] == 0, tiny, y[:, k - 1])
+        if inst.op.startswith("sub"):
+            y = -y
+    elif kind == "sterbenz":
+        y[:, 0] = (-x[:, 0] * rng.uniform(0.5, 2.0, size=count)).astype(dt)
+    elif kind == "arbitrary":
+        lo, hi = (-40, 40) if dt == np.float64 else (-20, 20)
+        x = (rng.standard_normal((count, n)) * np.exp2(rng.integers(lo, hi, (count, n)))).astype(dt)
+        y = (rng.standard_normal((count, m)) * np.exp2(rng.integers(lo, hi, (count, m)))).astype(dt)
+        x[rng.random((count, n)) < 0.1] = 0
+        x[rng.random((count, n)) < 0.05] *= -0.0
+    elif kind == "nonfinite":
+        vals = np.array([np.inf, -np.inf, np.nan], dtype=dt)
+        for a in (x, y):
+            mask = rng.random(a.shape) < 0.15
+            a[mask] = vals[rng.integers(0, 3, mask.sum())]
+    elif kind == "overflow":
+        big = ((500, 520) if inst.op == "mul_truncated" else (1000, 1023)) if dt == np.float64 else \
+            ((60, 70) if inst.op == "mul_truncated" else (120, 127))
+        x = random_terms(count, n, seed=seed, exponent_range=big, dtype=dt)
+        y = random_terms(count, m, seed=seed + 1, exponent_range=big, dtype=dt)
+    elif kind == "zeros":
+        x = np.where(rng.random((count, n)) < 0.5, -0.0, 0.0).astype(dt)
+        y = np.where(rng.random((count, m)) < 0.5, -0.0, 0.0).astype(dt)
+    elif kind == "shuffled":
+        x = np.take_along_axis(x, rng.permuted(np.tile(np.arange(n), (count, 1)), axis=1), 1)
+    return np.ascontiguousarray(x), (np.ascontiguousarray(y) if inst.M else None)
+
+
+def _bits(a):
+    return a.view(np.uint64 if a.dtype == np.float64 else np.uint32)
+
+
+@pytest.mark.parametrize("op", list(B.OPERATIONS))
+def test_emulated_kernels_equal_twins(lib, op):
+    rng = np.random.default_rng(list(B.OPERATIONS).index(op))
+    failures = []
+    with np.errstate(all="ignore"):
+        for inst in [i for i in instances() if i.op == op]:
+            per = max(4, 256 // inst.group_width)
+            for kind in KINDS:
+                x, y = inputs(inst, per, rng, kind)
+                grid, block = [(1, 32), (2, 64), (3, 96)][int(rng.integers(3))]
+                got, want = run(lib, inst, x, y, grid, block), twin_of(inst, x, y)
+                bad = (_bits(got) != _bits(want)).any(axis=1)
+                if bad.any():
+                    r = int(np.flatnonzero(bad)[0])
+                    failures.append(f"{inst.name_expression} {kind} row {r}: x={x[r]} got={got[r]} want={want[r]}")
+            for count in (0, 1, 31, 33):  # counts that are not multiples of a warp, odd grids
+                if inst.R in (2, 3, 8, 32):
+                    x, y = inputs(inst, count, rng, "random")
+                    got, want = run(lib, inst, x, y, 1 + count % 3, 32 * (1 + count % 2)), twin_of(inst, x, y)
+                    if not np.array_equal(_bits(got), _bits(want)):
+                        failures.append(f"{inst.name_expression} count {count}")
+    assert not failures, "\n".join(failures[:10])
