@@ -578,7 +578,12 @@ def _compare(x, y, op):
     xp = _xp_of(xt)
     with np.errstate(all="ignore"):
         both = xp.concatenate([xt, -yt], axis=1)
-        d = _cpu.renormalize(both, 2 * x.nterms)[:, 0]
+        if xp is np:
+            d = _cpu.renormalize(both, 2 * x.nterms)[:, 0]
+        elif 2 * x.nterms <= F.MAX_TERMS:
+            d = _backend("cuda").renormalize(both, 2 * x.nterms)[:, 0]
+        else:  # more than 32 terms do not fit a warp: the twin on the host
+            d = xp.asarray(_cpu.renormalize(both.get(), 2 * x.nterms)[:, 0])
         x0, y0 = xt[:, 0], yt[:, 0]
         special = ~(xp.isfinite(x0) & xp.isfinite(y0))
         res = {

@@ -349,3 +349,28 @@ def test_input_validation():
         launch.renormalize(cp.zeros((3, 33)), 4)
     with pytest.raises(ValueError, match="2..32"):
         launch.sub_safe(a, a, 33)
+
+
+def test_expansion_array_on_the_gpu():
+    """The array type on the GPU: construction, allocation, transfers, arithmetic dispatched to the
+    kernels, comparisons, and the same bits as on the CPU."""
+    import cupy
+
+    import expansions as ex
+
+    for dtype in ("float64", "float32"):
+        a = ex.random((1000,), terms=4, dtype=dtype, seed=1)
+        b = ex.random((1000,), terms=4, dtype=dtype, seed=2)
+        ga, gb = a.to_device("cuda"), b.to_device("cuda")
+        assert ga.device == "cuda" and isinstance(ga.terms, cupy.ndarray)
+        for f in (lambda u, v: u + v, lambda u, v: u - v, lambda u, v: u * v,
+                  lambda u, v: ex.add(u, v, method="fast"), lambda u, v: -u, lambda u, v: abs(u)):
+            got = f(ga, gb).to_device("cpu").terms
+            want = f(a, b).terms
+            assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+        assert np.array_equal(cupy.asnumpy(ga < gb), a < b) and np.array_equal(cupy.asnumpy(ga == ga), a == a)
+        assert ex.zeros(3, terms=2, dtype=dtype, device="cuda").device == "cuda"
+        g = ex.array("0.1", terms=3, dtype=dtype, device="cuda")
+        assert g.to_device("cpu") == ex.array("0.1", terms=3, dtype=dtype)
+        t = cupy.zeros((5, 3), dtype=dtype)
+        assert ex.from_terms(t).terms is t
