@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The two commands of the README:
-#   bash run.sh         set up .venv and run the main job: backends and formats, then the bound
-#                       verification table (on the GPU when CuPy sees one, else on the CPU twins),
-#                       written to results/<device>/
+#   bash run.sh         set up .venv and run the main job, python -m paper_repro: the paper's Tables
+#                       I-IV beside our measurements, the plot, the bound verification table and the
+#                       seed reproductions (on the GPU when CuPy sees one, else on the CPU), written
+#                       to paper_repro/results/<device>/
 #   bash run.sh test    set up .venv and run the test suite
 # Environment: PYTHON (interpreter for the venv, default python3); EXPANSIONS_NVRTC=1 also installs
 # CuPy and NVRTC for CUDA 12 without a GPU, so that the kernel compile checks run (CI does this).
@@ -24,9 +25,9 @@ case "${1:-main}" in
     exec .venv/bin/python -m pytest -n auto "$@"
     ;;
   main)
+    shift || true
     .venv/bin/python -m expansions info
-    dev=$(.venv/bin/python -c 'from expansions.__main__ import device_slug; print(device_slug())')
-    .venv/bin/python -m expansions verify --samples "${SAMPLES:-10000}" --out "results/$dev"
+    .venv/bin/python -m paper_repro "$@"
     ;;
   *)
     echo "usage: bash run.sh [test|main]" >&2

@@ -1,0 +1,222 @@
+"""GPU benchmark harness: CUDA events, warm-up, median of repeats (design notes, "Performance").
+
+Scenarios of Collange et al. 2016, Sec. VI, for the parallel algorithms (one expansion per group of
+W lanes):
+
+* ``best``: operands in registers, K operations per load (``bench/kernels.cu``, ``best``);
+* ``shmem256``: the same with 256 bytes of dynamic shared memory per expansion term reserved (and
+  touched), which limits occupancy (``shmem``);
+* ``stream``: the library's own kernels (load two arrays, one operation, store), reported in GB/s
+  against the device's memory bandwidth.
+
+Each measurement records Mop/s, the launch shape (the paper's 1024 blocks of 1024/512/256 threads,
+and the best shape found over a sweep), registers, occupancy (blocks per SM from the CUDA occupancy
+calculator), the fraction of the device's FP64 (or FP32) instruction issue rate reached, and the raw
+times.  The sequential baselines are measured by :mod:`bench.baselines_gpu` when present.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+OPS = {("add", "safe"): "SafeAdd", ("add", "fast"): "FastAdd", ("mul", "parallel"): "TruncMul"}
+PAPER_BLOCKS = 1024
+PAPER_THREADS = (1024, 512, 256)
+SWEEP_THREADS = (128, 256, 512, 1024)
+SHMEM_PER_TERM = 256
+
+
+def instructions_per_op(op: str, alg: str, R: int) -> int:
+    """Floating-point instructions one lane issues per operation (adds, subtractions, products and
+    FMAs of the algorithm as written, upper bound for the data-dependent loops), for the issue-rate
+    fraction.  2Sum = 6, 2Prod = 2 (FMA), plain add or product = 1."""
+    if (op, alg) == ("add", "safe"):
+        return 6 * (1 + 2 * (R - 1) + (R - 2)) + 1
+    if (op, alg) == ("add", "fast"):
+        return 6 * (1 + (R - 2)) + 1
+    if (op, alg) == ("mul", "parallel"):
+        return (R - 1) * (2 + 6 + 2 * R * 6) + 2
+    raise KeyError((op, alg))
+
+
+def _source() -> str:
+    from expansions.cuda import build
+
+    return build.source() + "\n" + (HERE / "kernels.cu").read_text()
+
+
+def name_expression(kind: str, op: str, alg: str, dtype: str, R: int) -> str:
+    ct = {"float64": "double", "float32": "float"}[dtype]
+    return f"bench::{kind}<bench::{OPS[(op, alg)]}, {ct}, {R}>"
+
+
+def compile_bench(names, arch: str, verbose: bool = False):
+    """Compile benchmark kernels with the library's NVRTC options (no GPU needed): (binary, lowered
+    names, ptxas log)."""
+    from cupy.cuda import nvrtc
+
+    from expansions.cuda import build
+
+    opts = [f"-arch={arch}", *build.OPTIONS] + (["--ptxas-options=-v"] if verbose else [])
+    prog = nvrtc.createProgram(_source(), "bench.cu", [], [])
+    try:
+        for n in names:
+            nvrtc.addNameExpression(prog, n)
+        try:
+            nvrtc.compileProgram(prog, opts)
+        except nvrtc.NVRTCError as exc:
+            raise RuntimeError(f"NVRTC failed ({exc}):\n{nvrtc.getProgramLog(prog)}") from None
+        lowered = {n: nvrtc.getLoweredName(prog, n) for n in names}
+        return nvrtc.getCUBIN(prog), lowered, nvrtc.getProgramLog(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+@functools.cache
+def _function(name: str):
+    import tempfile
+
+    import cupy
+
+    from expansions.cuda import build
+
+    arch = build.device_arch(cupy.cuda.Device().id)
+    binary, lowered, _ = compile_bench([name], arch)
+    path = Path(tempfile.mkdtemp(prefix="expansions-bench-")) / "bench.cubin"
+    path.write_bytes(binary)
+    module = cupy.RawModule(path=str(path))
+    fn = module.get_function(lowered[name])
+    fn._keep_module = module
+    return fn
+
+
+@functools.cache
+def device_facts() -> dict:
+    """SM count, clock, FP64/FP32 lanes per SM and peak memory bandwidth of the current device."""
+    import cupy
+
+    dev = cupy.cuda.Device()
+    p = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    major = p["major"]
+    fp64_per_sm = {6: 32, 7: 32, 8: 32, 9: 64}.get(major, 2)  # FP64 lanes per SM (x2 flops with FMA)
+    if p.get("minor", 0) != 0 and major == 8:
+        fp64_per_sm = 2  # GA10x consumer parts
+    mem_clock_khz = p.get("memoryClockRate", 0)
+    bus_bits = p.get("memoryBusWidth", 0)
+    name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+    return {
+        "name": name,
+        "sms": p["multiProcessorCount"],
+        "clock_khz": p["clockRate"],
+        "fp64_lanes_per_sm": fp64_per_sm,
+        "fp32_lanes_per_sm": 128,
+        "bandwidth_gbs": 2 * mem_clock_khz * 1e3 * bus_bits / 8 / 1e9 if mem_clock_khz else None,
+        "compute_capability": f"{major}.{p.get('minor', 0)}",
+    }
+
+
+def _time(launch, repeats: int, warmup: int = 2) -> list[float]:
+    """Seconds per launch, with CUDA events on the current stream."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    for _ in range(warmup):
+        launch()
+    out = []
+    for _ in range(repeats):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(stream)
+        launch()
+        stop.record(stream)
+        stop.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return out
+
+
+def _occupancy(fn, threads: int, smem: int) -> int | None:
+    try:
+        from cupy.cuda import driver
+
+        return driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, threads, smem)
+    except Exception:
+        return None
+
+
+def measure(op: str, alg: str, R: int, scenario: str, dtype: str = "float64", quick: bool = False) -> dict:
+    """One benchmark record (see the module doc); sequential baselines are delegated."""
+    if (op, alg) not in OPS:
+        try:
+            from bench import baselines_gpu
+        except ImportError:
+            return {"note": "sequential baseline kernels not available"}
+        return baselines_gpu.measure(op, alg, R, scenario, dtype, quick)
+    import cupy
+
+    from expansions.formats import group_width
+    from expansions.generate import random_terms
+
+    facts = device_facts()
+    W = group_width(R)
+    repeats = 3 if quick else 7
+    K = 4 if quick else 16
+    rec = {"dtype": dtype, "W": W, "repeats": repeats}
+    if scenario == "stream":
+        from expansions.cuda import launch
+
+        n = (1 << 22) if quick else (1 << 24)
+        x = cupy.asarray(random_terms((n,), R, dtype, seed=1))
+        y = cupy.asarray(random_terms((n,), R, dtype, seed=2))
+        f = {("add", "safe"): launch.add_safe, ("add", "fast"): launch.add_fast,
+             ("mul", "parallel"): launch.mul_truncated}[(op, alg)]
+        secs = _time(lambda: f(x, y, R), repeats)
+        t = statistics.median(secs)
+        nbytes = 3 * n * R * np.dtype(dtype).itemsize
+        rec.update(expansions=n, seconds=secs, mops=n / t / 1e6, gbs=nbytes / t / 1e9)
+        if facts["bandwidth_gbs"]:
+            rec["fraction_of_bandwidth"] = rec["gbs"] / facts["bandwidth_gbs"]
+        return rec
+    kind = "best" if scenario == "best" else "shmem"
+    fn = _function(name_expression(kind, op, alg, dtype, R))
+    lanes_per_block_term = 1  # one term per lane
+    shapes = [(PAPER_BLOCKS, t) for t in PAPER_THREADS] + [
+        (facts["sms"] * k, t) for t in SWEEP_THREADS for k in (2, 4, 8)]
+    results = []
+    for blocks, threads in shapes:
+        smem = SHMEM_PER_TERM * threads * lanes_per_block_term if kind == "shmem" else 0
+        if smem > 48 * 1024:
+            try:
+                fn.max_dynamic_shared_size_bytes = smem
+            except Exception:
+                continue
+        count = blocks * threads // W
+        x = cupy.asarray(random_terms((count,), R, dtype, seed=3))
+        y = cupy.asarray(random_terms((count,), R, dtype, seed=4))
+        out = cupy.empty_like(x)
+        try:
+            args = (x, y, out, np.int64(count), np.int32(K))
+            secs = _time(functools.partial(fn, (blocks,), (threads,), args, shared_mem=smem), repeats)
+        except cupy.cuda.driver.CUDADriverError as exc:  # shape not launchable (resources)
+            results.append({"blocks": blocks, "threads": threads, "error": str(exc)})
+            continue
+        t = statistics.median(secs)
+        mops = count * K / t / 1e6
+        lanes = facts["fp64_lanes_per_sm"] if dtype == "float64" else facts["fp32_lanes_per_sm"]
+        issue = mops * 1e6 * W * instructions_per_op(op, alg, R) / (facts["sms"] * facts["clock_khz"] * 1e3 * lanes)
+        results.append({"blocks": blocks, "threads": threads, "expansions": count, "K": K, "seconds": secs,
+                        "mops": mops, "shared_bytes": smem, "blocks_per_sm": _occupancy(fn, threads, smem),
+                        "fraction_of_issue_rate": issue})
+    ok = [r for r in results if "mops" in r]
+    if not ok:
+        return rec | {"note": "no launch shape ran", "shapes": results}
+    paper = [r for r in ok if r["blocks"] == PAPER_BLOCKS]
+    best = max(ok, key=lambda r: r["mops"])
+    rec.update(mops=best["mops"], best_shape=[best["blocks"], best["threads"]],
+               paper_shape_mops=max((r["mops"] for r in paper), default=None),
+               registers=fn.num_regs, fraction_of_issue_rate=best["fraction_of_issue_rate"],
+               blocks_per_sm=best["blocks_per_sm"], shapes=results)
+    return rec
