@@ -90,9 +90,11 @@ def _function(name: str):
     path = Path(tempfile.mkdtemp(prefix="expansions-bench-")) / "bench.cubin"
     path.write_bytes(binary)
     module = cupy.RawModule(path=str(path))
-    fn = module.get_function(lowered[name])
-    fn._keep_module = module
-    return fn
+    _MODULES.append(module)  # keep the module loaded as long as its function may be used
+    return module.get_function(lowered[name])
+
+
+_MODULES: list = []
 
 
 @functools.cache
@@ -142,7 +144,7 @@ def _occupancy(fn, threads: int, smem: int) -> int | None:
     try:
         from cupy.cuda import driver
 
-        return driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, threads, smem)
+        return driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, smem)
     except Exception:
         return None
 
