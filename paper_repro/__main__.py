@@ -63,6 +63,18 @@ def main(argv=None) -> int:
         png = collange2016.plot(records, out / "mops_vs_R.png", device_label)
         if png:
             md += [f"![Mop/s against R]({png.name})", ""]
+        if backend == "cuda":
+            stream = collange2016.measure_stream(args.quick, progress)
+            summary["streaming"] = stream
+            md += ["### Streaming (load two arrays, one operation, store)", "",
+                   "| operation | algorithm | R | Mop/s | GB/s | fraction of bandwidth |", "|---|---|---|---|---|---|"]
+            md += [f"| {r['operation']} | {r['algorithm']} | {r['R']} | {r.get('mops', 0):.4g} | "
+                   f"{r.get('gbs', 0):.4g} | {r.get('fraction_of_bandwidth') or 0:.2f} |" for r in stream]
+            checks = collange2016.aims(records, stream)
+            summary["aims"] = checks
+            md += ["", "### Aims (H100/H200)", "", "| aim | measured | met |", "|---|---|---|"]
+            md += [f"| {c['aim']} | {c['measured']} | {'yes' if c['met'] else 'no'} |" for c in checks]
+            md += [""]
 
     if "verify" not in skip:
         samples = 1000 if args.quick else 10000
