@@ -19,6 +19,7 @@ from .core import (
     absolute,
     add,
     array,
+    div,
     empty,
     from_terms,
     full,
@@ -27,6 +28,7 @@ from .core import (
     ones,
     random,
     renormalize,
+    sqrt,
     sub,
     zeros,
 )
@@ -43,6 +45,7 @@ __all__ = [
     "add",
     "array",
     "bounds",
+    "div",
     "empty",
     "formats",
     "from_terms",
@@ -52,6 +55,7 @@ __all__ = [
     "ones",
     "random",
     "renormalize",
+    "sqrt",
     "sub",
     "zeros",
 ]

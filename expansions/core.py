@@ -30,6 +30,19 @@ ADD_METHODS = ("safe", "fast")
 MUL_METHODS = ("truncated",)
 DEVICES = ("cpu", "cuda")
 
+# R = 2: the double-word algorithms (expansions.dw) selectable by name, and the default of each
+# operation: the fastest algorithm with a proven bound, as measured by `python -m bench.r2_defaults`
+# (bench/results/r2_defaults_cpu-x86_64.md: on the CPU, Algorithm 6 adds 7x faster than the safe
+# parallel addition with a 10x tighter bound, Algorithm 10 is the fastest product and Algorithm 17
+# the fastest quotient, for float64 and float32 alike).  To be measured again on a GPU.
+R2_METHODS = {
+    "add": ("dw_add_accurate", "dw_add_sloppy", "qd_add_ieee", "qd_add_sloppy", "dg_add22"),
+    "mul": ("dw_times_dw1", "dw_times_dw2", "dw_times_dw3", "dg_mul22", "ww_mul"),
+    "div": ("dw_div_dw1", "dw_div_dw2", "dw_div_dw3", "ww_div"),
+    "sqrt": ("dw_sqrt",),
+}
+R2_DEFAULTS = {"add": "dw_add_accurate", "mul": "dw_times_dw1", "div": "dw_div_dw2", "sqrt": "dw_sqrt"}
+
 
 # ----------------------------------------------------------------------------------------------
 # backends
@@ -237,22 +250,28 @@ class ExpansionArray:
 
     # -- arithmetic --------------------------------------------------------------------------
     def __add__(self, other):
-        return _binary("add", self, other, "safe")
+        return _binary("add", self, other, "auto")
 
     def __radd__(self, other):
-        return _binary("add", other, self, "safe")
+        return _binary("add", other, self, "auto")
 
     def __sub__(self, other):
-        return _binary("sub", self, other, "safe")
+        return _binary("sub", self, other, "auto")
 
     def __rsub__(self, other):
-        return _binary("sub", other, self, "safe")
+        return _binary("sub", other, self, "auto")
 
     def __mul__(self, other):
-        return _binary("mul", self, other, "truncated")
+        return _binary("mul", self, other, "auto")
 
     def __rmul__(self, other):
-        return _binary("mul", other, self, "truncated")
+        return _binary("mul", other, self, "auto")
+
+    def __truediv__(self, other):
+        return _binary("div", self, other, "auto")
+
+    def __rtruediv__(self, other):
+        return _binary("div", other, self, "auto")
 
     def __neg__(self):
         return negative(self)
@@ -489,21 +508,65 @@ def _operands(x, y):
             _coerce(y, lead.nterms, lead.dtype, lead.device))
 
 
+def _method(op: str, method: str, R: int) -> str:
+    """The algorithm a method name stands for at R terms ('auto': the default), or a ValueError."""
+    kind = "add" if op == "sub" else op
+    general = {"add": ADD_METHODS, "mul": MUL_METHODS, "div": (), "sqrt": ()}[kind]
+    if method == "auto":
+        if R == 2:
+            return R2_DEFAULTS[kind]
+        if not general:
+            raise NotImplementedError(f"{kind} is implemented for R = 2 (double-word algorithms) only, "
+                                      f"not yet for R = {R}")
+        return general[0]
+    if method in general:
+        return method
+    if method in R2_METHODS[kind]:
+        if R != 2:
+            raise ValueError(f"method {method!r} is a double-word algorithm: it needs R = 2, not {R}")
+        return method
+    names = ("auto",) + general + R2_METHODS[kind]
+    what = {"add": "addition", "mul": "multiplication", "div": "division", "sqrt": "square root"}[kind]
+    raise ValueError(f"unknown {what} method {method!r}: use one of {names}")
+
+
+def _double_word(kind: str, name: str, xt, yt=None):
+    """A double-word algorithm of expansions.dw on (N, 2) terms, then the library's non-finite rule
+    (the leading-term IEEE result decides; 0/0 and the square root of a negative number are NaN)."""
+    from .cpu.kernels import nonfinite_epilogue
+    from .dw import cpu as D
+
+    xp = _xp_of(xt)
+    f = getattr(D, name)
+    if kind == "sqrt":
+        zh, zl = f(xt[:, 0], xt[:, 1])
+        leading, operands = xp.sqrt(xt[:, 0]), (xt,)
+    else:
+        zh, zl = f(xt[:, 0], xt[:, 1], yt[:, 0], yt[:, 1])
+        x0, y0 = xt[:, 0], yt[:, 0]
+        leading = {"add": x0 + y0, "mul": x0 * y0, "div": x0 / y0}[kind]
+        operands = (xt, yt)
+    out = nonfinite_epilogue(xp.stack([zh, zl], axis=1), operands, leading)
+    invalid = xp.isnan(leading)[:, None] & xp.asarray([True, False])
+    return xp.where(invalid, xp.asarray(xp.nan, dtype=out.dtype), xp.where(xp.isnan(leading)[:, None], 0, out))
+
+
 def _binary(op: str, x, y, method: str, renorm: bool = True) -> ExpansionArray:
     """The one dispatch helper of the arithmetic: coerce exactly, broadcast, run the kernel."""
-    if op in ("add", "sub") and method not in ADD_METHODS:
-        raise ValueError(f"unknown addition method {method!r}: use one of {ADD_METHODS}")
-    if op == "mul" and method not in MUL_METHODS:
-        raise ValueError(f"unknown multiplication method {method!r}: use one of {MUL_METHODS}")
     x, y = _operands(x, y)
     R = x.nterms
+    alg = _method(op, method, R)
     be = _backend(x.device)
     xt, yt, shape = _flat_pair(x, y)
-    fn = {"add": {"safe": be.add_safe, "fast": be.add_fast},
-          "sub": {"safe": be.sub_safe, "fast": be.sub_fast},
-          "mul": {"truncated": be.mul_truncated}}[op][method]
     with np.errstate(all="ignore"):
-        out = fn(xt, yt, R)
+        if alg in ADD_METHODS + MUL_METHODS:
+            fn = {"add": {"safe": be.add_safe, "fast": be.add_fast},
+                  "sub": {"safe": be.sub_safe, "fast": be.sub_fast},
+                  "mul": {"truncated": be.mul_truncated}}[op][alg]
+            out = fn(xt, yt, R)
+        else:
+            kind = "add" if op == "sub" else op
+            out = _double_word(kind, alg, xt, -yt if op == "sub" else yt)
         if renorm:
             out = be.renormalize(out, R)
     return ExpansionArray(out.reshape(shape + (R,)))
@@ -513,24 +576,51 @@ def _binary(op: str, x, y, method: str, renorm: bool = True) -> ExpansionArray:
 # public operations
 
 
-def add(x, y, method: str = "safe", renormalize: bool = True) -> ExpansionArray:
-    """x + y with R terms.  ``method='safe'`` is Algorithm 1 (proven bound, see
-    :func:`expansions.bounds.add_safe`); ``'fast'`` is Fig. 5 (no bound under cancellation).
-    With ``renormalize=True`` (the default, and what ``+`` does) the result is renormalized, which
-    is error-free and makes it ulp-nonoverlapping; ``False`` returns the algorithm's raw output."""
+def add(x, y, method: str = "auto", renormalize: bool = True) -> ExpansionArray:
+    """x + y with R terms.
+
+    ``method``: ``'safe'`` is Algorithm 1 (proven bound, :func:`expansions.bounds.add_safe`);
+    ``'fast'`` is Fig. 5 (no bound under cancellation); at R = 2 also the double-word algorithms
+    ``'dw_add_accurate'`` (JMP 2017 Algorithm 6, bound 3u^2 + 13u^3), ``'dw_add_sloppy'``
+    (Algorithm 5, no bound), ``'qd_add_ieee'``, ``'qd_add_sloppy'``, ``'dg_add22'``.  ``'auto'`` (the
+    default, and what ``+`` does) is ``'safe'``, and ``'dw_add_accurate'`` at R = 2 (the fastest with a
+    proven bound, see ``R2_DEFAULTS``).  With ``renormalize=True`` (the default) the result is
+    renormalized, which is error-free and makes it ulp-nonoverlapping; ``False`` returns the
+    algorithm's raw output."""
     return _binary("add", x, y, method, renormalize)
 
 
-def sub(x, y, method: str = "safe", renormalize: bool = True) -> ExpansionArray:
+def sub(x, y, method: str = "auto", renormalize: bool = True) -> ExpansionArray:
     """x - y, as ``add(x, -y)``; same methods and options as :func:`add`."""
     return _binary("sub", x, y, method, renormalize)
 
 
-def mul(x, y, method: str = "truncated", renormalize: bool = True) -> ExpansionArray:
-    """x * y with R terms by the truncated parallel multiplication (Algorithm 2; proven bound
-    :func:`expansions.bounds.mul_truncated`).  ``renormalize`` as in :func:`add` (the raw output of
-    Algorithm 2 may be unordered under cancellation, as the paper notes)."""
+def mul(x, y, method: str = "auto", renormalize: bool = True) -> ExpansionArray:
+    """x * y with R terms.  ``'truncated'``: the truncated parallel multiplication (Algorithm 2;
+    proven bound :func:`expansions.bounds.mul_truncated`); at R = 2 also ``'dw_times_dw1'``,
+    ``'dw_times_dw2'``, ``'dw_times_dw3'`` (JMP 2017 Algorithms 10-12, bounds 7u^2, 6u^2, 5u^2),
+    ``'dg_mul22'``, ``'ww_mul'``.  ``'auto'`` is ``'truncated'``, and ``'dw_times_dw1'`` at R = 2.
+    ``renormalize`` as in :func:`add` (the raw output of Algorithm 2 may be unordered under
+    cancellation, as the paper notes)."""
     return _binary("mul", x, y, method, renormalize)
+
+
+def div(x, y, method: str = "auto", renormalize: bool = True) -> ExpansionArray:
+    """x / y, for R = 2 (double-word): ``'dw_div_dw1'``, ``'dw_div_dw2'``, ``'dw_div_dw3'`` (JMP 2017
+    Algorithms 16-18, bounds 15u^2 + 56u^3, the same, 9.8u^2), ``'ww_div'``; ``'auto'`` is
+    ``'dw_div_dw2'``.  Division by zero gives ±inf, 0/0 NaN.  Other R: NotImplementedError."""
+    return _binary("div", x, y, method, renormalize)
+
+
+def sqrt(x: ExpansionArray, method: str = "auto") -> ExpansionArray:
+    """The square root, for R = 2 (double-word): ``'dw_sqrt'`` (Lefèvre, Louvet, Muller, Picot,
+    Rideau 2023, Algorithm 8, bound 25/8 u^2).  Negative input: NaN.  Other R: NotImplementedError."""
+    if not isinstance(x, ExpansionArray):
+        raise TypeError("sqrt expects an ExpansionArray")
+    alg = _method("sqrt", method, x.nterms)
+    with np.errstate(all="ignore"):
+        out = _double_word("sqrt", alg, x.terms.reshape(-1, 2))
+    return ExpansionArray(out.reshape(x.terms.shape))
 
 
 def negative(x: ExpansionArray) -> ExpansionArray:

@@ -208,3 +208,29 @@ def test_random_is_reproducible_and_valid():
     b = ex.random((10,), terms=5, seed=42)
     assert np.array_equal(a.terms, b.terms)
     assert ex.random((), terms=2, seed=1).shape == ()
+
+
+def test_r2_defaults_and_double_word_methods():
+    """At R = 2 the operators use the fastest algorithms with a proven bound (expansions.core.R2_DEFAULTS);
+    every double-word algorithm is selectable by name; division and square root exist for R = 2."""
+    from expansions import core
+    from expansions.dw.bounds import bound
+
+    x = ex.random((300,), terms=2, seed=7)
+    y = ex.random((300,), terms=2, seed=8)
+    fx, fy = x.to_fraction(), y.to_fraction()
+    for kind, got, exact in (("add", x + y, fx + fy), ("mul", x * y, fx * fy), ("div", x / y, fx / fy)):
+        b = bound(core.R2_DEFAULTS[kind], 53).value
+        assert all(abs(g - e) <= b * abs(e) for g, e in zip(got.to_fraction(), exact)), kind
+        alt = {"add": ex.add, "mul": ex.mul, "div": ex.div}[kind]
+        for name in core.R2_METHODS[kind]:
+            alt(x, y, method=name)
+    assert np.array_equal((x + y).terms, ex.add(x, y, method=core.R2_DEFAULTS["add"]).terms)
+    s = ex.sqrt(x * x)
+    assert all(abs(a - abs(b)) <= Fraction(4, 2**104) * abs(b) for a, b in zip(s.to_fraction(), fx))
+    assert float(ex.sqrt(ex.array(-1, terms=2))) != float(ex.sqrt(ex.array(-1, terms=2)))  # NaN
+    assert float(ex.array(1, terms=2) / 0) == math.inf and float(ex.array(-1, terms=2) / 0) == -math.inf
+    with pytest.raises(NotImplementedError):
+        ex.array(1, terms=3) / 2
+    with pytest.raises(ValueError, match="needs R = 2"):
+        ex.mul(ex.array(1, terms=4), 2, method="dw_times_dw1")
