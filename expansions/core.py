@@ -537,16 +537,20 @@ def _double_word(kind: str, name: str, xt, yt=None):
     from .dw import cpu as D
 
     xp = _xp_of(xt)
-    f = getattr(D, name)
+    operands = (xt,) if kind == "sqrt" else (xt, yt)
+    if xp is np:
+        zh, zl = getattr(D, name)(*[a[:, k] for a in operands for k in (0, 1)])
+        z = np.stack([zh, zl], axis=1)
+    else:  # the kernels of expansions/cuda/dw.cuh, one thread per number
+        from .cuda import dw_kernels
+
+        z = dw_kernels.run(name, *operands)
     if kind == "sqrt":
-        zh, zl = f(xt[:, 0], xt[:, 1])
-        leading, operands = xp.sqrt(xt[:, 0]), (xt,)
+        leading = xp.sqrt(xt[:, 0])
     else:
-        zh, zl = f(xt[:, 0], xt[:, 1], yt[:, 0], yt[:, 1])
         x0, y0 = xt[:, 0], yt[:, 0]
         leading = {"add": x0 + y0, "mul": x0 * y0, "div": x0 / y0}[kind]
-        operands = (xt, yt)
-    out = nonfinite_epilogue(xp.stack([zh, zl], axis=1), operands, leading)
+    out = nonfinite_epilogue(z, operands, leading)
     invalid = xp.isnan(leading)[:, None] & xp.asarray([True, False])
     return xp.where(invalid, xp.asarray(xp.nan, dtype=out.dtype), xp.where(xp.isnan(leading)[:, None], 0, out))
 

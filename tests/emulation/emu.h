@@ -134,3 +134,7 @@ inline long long __double_as_longlong(double v) { return emu::unbits<long long>(
 inline double __longlong_as_double(long long v) { return emu::unbits<double>(emu::bits(v)); }
 inline unsigned __float_as_uint(float v) { return (unsigned)emu::bits(v); }
 inline float __uint_as_float(unsigned v) { return emu::unbits<float>(v); }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __dsqrt_rn(double a) { return std::sqrt(a); }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
