@@ -6,7 +6,8 @@ misses a full-mask collective); the intrinsics ``__dadd_rn`` etc. are the host's
 ``__fma_rn`` is ``std::fma``.  g++ compiles the kernels' own source (``expansions.cuda.build.source``)
 with ``-ffp-contract=off``, so every operation is the one the GPU performs.  This checks the kernel
 code (lane logic, loops, votes, epilogue) bit for bit against the NumPy twins; what it cannot check
-is the GPU itself (tests/test_gpu.py does that where a GPU is present).
+is the GPU itself (tests/test_gpu.py does that where a GPU is present).  The sequential baselines
+(one thread per expansion, no collectives) run here too, both layouts, against expansions.baselines.cpu.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from expansions.baselines import cpu as baseline_twin
 from expansions.cpu import kernels as twin
 from expansions.cuda import build as B
 from expansions.generate import random_terms
@@ -36,7 +38,7 @@ def instances():
     out = []
     for op, info in B.OPERATIONS.items():
         for dt in B.CTYPES:
-            out += [B.instance(op, dt, R) for R in RS]
+            out += [B.instance(op, dt, R) for R in ((info.terms,) if info.terms else RS)]
             if info.params == "NMR":
                 out += [B.instance(op, dt, R, N, M) for N, M, R in MIXED]
             elif info.params == "NR":
@@ -53,7 +55,7 @@ def lib(tmp_path_factory):
     lines = ['#include "emu.h"', B.source()]
     for i in instances():
         ct = B.CTYPES[i.dtype]
-        call = f"{i.name_expression}(x, y, o, n)" if B.OPERATIONS[i.op].params == "NMR" else \
+        call = f"{i.name_expression}(x, y, o, n)" if B.OPERATIONS[i.op].operands == 2 else \
             f"{i.name_expression}(x, o, n)"
         lines.append(f'extern "C" void {symbol(i)}(const {ct}* x, const {ct}* y, {ct}* o, long long n, '
                      f"unsigned g, unsigned bl) {{ emu::launch(g, bl, [=]{{ {call}; }}); }}")
@@ -67,14 +69,23 @@ def lib(tmp_path_factory):
 
 
 def run(lib, inst, x, y, grid, block):
+    """The kernel on (count, terms) rows; SoA kernels get (and give back) the transposed arrays."""
     count = x.shape[0]
-    out = np.full((count, inst.R), 12345.0, dtype=x.dtype)
+    soa = B.OPERATIONS[inst.op].layout == "soa"
+    if soa:
+        x = np.ascontiguousarray(x.T)
+        y = np.ascontiguousarray(y.T)
+    out = np.full((inst.R, count) if soa else (count, inst.R), 12345.0, dtype=x.dtype)
     p = lambda a: a.ctypes.data_as(ctypes.c_void_p) if a is not None else None  # noqa: E731
     getattr(lib, symbol(inst))(p(x), p(y), p(out), ctypes.c_longlong(count), ctypes.c_uint(grid), ctypes.c_uint(block))
-    return out
+    return np.ascontiguousarray(out.T) if soa else out
 
 
 def twin_of(inst, x, y):
+    info = B.OPERATIONS[inst.op]
+    if info.mapping == "thread":  # baselines: the AoS twin (the SoA kernel's result is transposed back)
+        f = getattr(baseline_twin, inst.op.removesuffix("_soa"))
+        return f(x, y) if info.terms else f(x, y, inst.R)
     f = getattr(twin, inst.op)
     if inst.op == "negate":
         return f(x)
@@ -85,9 +96,11 @@ def twin_of(inst, x, y):
 
 def inputs(inst, count, rng, kind):
     dt = np.dtype(inst.dtype)
-    n, m = inst.N, max(inst.M, 1)
+    info = B.OPERATIONS[inst.op]
+    n, m = inst.N, (inst.M if info.params == "NMR" else inst.R if info.operands == 2 else 1)
     seed = int(rng.integers(1 << 30))
-    kw = dict(dtype=dt, min_exponent=-450 if (inst.op == "mul_truncated" and dt == np.float64) else None)
+    is_mul = "mul" in inst.op
+    kw = dict(dtype=dt, min_exponent=-450 if (is_mul and dt == np.float64) else None)
     x = random_terms(count, n, seed=seed, **kw)
     y = random_terms(count, m, seed=seed + 1, **kw)
     if kind == "ulp_zero_same":
@@ -114,16 +127,17 @@ def inputs(inst, count, rng, kind):
             mask = rng.random(a.shape) < 0.15
             a[mask] = vals[rng.integers(0, 3, mask.sum())]
     elif kind == "overflow":
-        big = ((500, 520) if inst.op == "mul_truncated" else (1000, 1023)) if dt == np.float64 else \
-            ((60, 70) if inst.op == "mul_truncated" else (120, 127))
+        big = ((500, 520) if is_mul else (1000, 1023)) if dt == np.float64 else ((60, 70) if is_mul else (120, 127))
         x = random_terms(count, n, seed=seed, exponent_range=big, dtype=dt)
         y = random_terms(count, m, seed=seed + 1, exponent_range=big, dtype=dt)
     elif kind == "zeros":
         x = np.where(rng.random((count, n)) < 0.5, -0.0, 0.0).astype(dt)
         y = np.where(rng.random((count, m)) < 0.5, -0.0, 0.0).astype(dt)
+    elif kind == "ties":  # y = x up to signs: every x_i ties with y_i in magnitude
+        y = np.ascontiguousarray(x[:, :m] * rng.choice(np.array([-1.0, 1.0], dtype=dt), size=(count, m)))
     elif kind == "shuffled":
         x = np.take_along_axis(x, rng.permuted(np.tile(np.arange(n), (count, 1)), axis=1), 1)
-    return np.ascontiguousarray(x), (np.ascontiguousarray(y) if inst.M else None)
+    return np.ascontiguousarray(x), (np.ascontiguousarray(y) if info.operands == 2 else None)
 
 
 def _bits(a):
@@ -137,7 +151,7 @@ def test_emulated_kernels_equal_twins(lib, op):
     with np.errstate(all="ignore"):
         for inst in [i for i in instances() if i.op == op]:
             per = max(4, 256 // inst.group_width)
-            for kind in KINDS:
+            for kind in KINDS + (("ties",) if B.OPERATIONS[op].mapping == "thread" else ()):
                 x, y = inputs(inst, per, rng, kind)
                 grid, block = [(1, 32), (2, 64), (3, 96)][int(rng.integers(3))]
                 got, want = run(lib, inst, x, y, grid, block), twin_of(inst, x, y)

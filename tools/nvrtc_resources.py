@@ -4,8 +4,10 @@
 
 sm_90: every operation, float64 and float32, every R in 2..32 with N = M = R, plus the mixed sizes
 of ``expansions.cuda.build.MIXED_SIZES``; sm_80 and sm_70: R in ``build.SUBSET_R`` and the mixed
-sizes.  An NVRTC without sm_70 (CUDA 13) compiles sm_75 instead and the output says so.  The table
-lists registers, stack frame and spill bytes from ``--ptxas-options=-v``.
+sizes.  The sequential baselines (one thread per expansion) are compiled for their fixed size (dd: 2,
+qd: 4) or R in ``build.SUBSET_R``, on every architecture, both layouts.  An NVRTC without sm_70 (CUDA
+13) compiles sm_75 instead and the output says so.  The table lists registers, stack frame and spill
+bytes from ``--ptxas-options=-v``.
 
 Exit status 1 if a kernel with R <= 16 spills (spill stores or loads > 0); with ``--check``, also if
 the file on disk differs from the table just computed (nothing is written).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -28,6 +31,8 @@ from expansions.cuda import build  # noqa: E402
 OUTPUT = ROOT / "expansions" / "cuda" / "resources.md"
 ARCHS = ("sm_90", "sm_80", "sm_70")
 SPILL_FREE_MAX_R = 16
+#: Largest R whose certified multiplication keeps its terms in registers (read from baselines.cuh).
+MUL_REGISTER_MAX_R = int(re.search(r"MUL_REGISTER_MAX_R = (\d+);", (build.CUDA_DIR / "baselines.cuh").read_text())[1])
 COLUMNS = ("arch", "op", "dtype", "N", "M", "R", "registers", "stack bytes", "spill store bytes", "spill load bytes")
 
 
@@ -71,6 +76,10 @@ def spilling(rows) -> list[tuple]:
     return [r for r in rows if r[5] <= SPILL_FREE_MAX_R and (r[8] > 0 or r[9] > 0)]
 
 
+def _sequential(row) -> bool:
+    return build.OPERATIONS[row[1]].mapping == "thread"
+
+
 def render(rows, notes) -> str:
     """The Markdown text of resources.md."""
     lines = [
@@ -82,23 +91,36 @@ def render(rows, notes) -> str:
         "",
     ]
     lines += [f"Note: {n}." for n in notes] + ([""] if notes else [])
-    lines += ["## Most registers per R", ""]
+    lines += ["## Most registers per R (warp-parallel kernels)", ""]
     archs = list(dict.fromkeys(r[0] for r in rows))
     lines += ["| R | " + " | ".join(archs) + " |", "|---" * (len(archs) + 1) + "|"]
-    for R in sorted({r[5] for r in rows}):
+    for R in sorted({r[5] for r in rows if not _sequential(r)}):
         cells = []
         for a in archs:
-            regs = [r[6] for r in rows if r[0] == a and r[5] == R]
+            regs = [r[6] for r in rows if r[0] == a and r[5] == R and not _sequential(r)]
             cells.append(str(max(regs)) if regs else "")
         lines.append(f"| {R} | " + " | ".join(cells) + " |")
     first = archs[0]
     rs = [R for R in (2, 4, 8, 16, 32) if any(r[5] == R for r in rows)]
     lines += ["", f"## Registers per operation ({first}, N = M = R)", ""]
     lines += ["| op | dtype | " + " | ".join(f"R={R}" for R in rs) + " |", "|---" * (len(rs) + 2) + "|"]
-    for op in dict.fromkeys(r[1] for r in rows):
+    for op in dict.fromkeys(r[1] for r in rows if not _sequential(r)):
         for dtype in dict.fromkeys(r[2] for r in rows):
             regs = {r[5]: r[6] for r in rows if r[:3] == (first, op, dtype) and r[3] == r[5] and r[4] in ("-", r[5])}
             lines.append(f"| {op} | {dtype} | " + " | ".join(str(regs.get(R, "")) for R in rs) + " |")
+    seq = [r for r in rows if r[0] == first and _sequential(r)]
+    if seq:
+        srs = sorted({r[5] for r in seq})
+        lines += ["", f"## Sequential baselines, one thread per expansion ({first}): registers / stack bytes / "
+                      "spill bytes (stores + loads)", ""]
+        lines += [f"Stack is local memory by design: the merge-sort buffers for inputs not sorted by magnitude "
+                  f"(certified_add, qd_add_ieee), and for R > {MUL_REGISTER_MAX_R} the multiplication's "
+                  "R^2 + 2R - 1 terms.", ""]
+        lines += ["| op | dtype | " + " | ".join(f"R={R}" for R in srs) + " |", "|---" * (len(srs) + 2) + "|"]
+        for op in dict.fromkeys(r[1] for r in seq):
+            for dtype in dict.fromkeys(r[2] for r in seq):
+                cell = {r[5]: f"{r[6]} / {r[7]} / {r[8] + r[9]}" for r in seq if r[1:3] == (op, dtype)}
+                lines.append(f"| {op} | {dtype} | " + " | ".join(cell.get(R, "") for R in srs) + " |")
     spills = [r for r in rows if r[8] > 0 or r[9] > 0]
     lines += ["", f"Kernels that spill: {len(spills)} (with R <= {SPILL_FREE_MAX_R}: {len(spilling(rows))}).", ""]
     lines += ["## All instances", ""]

@@ -46,39 +46,62 @@ class Operation:
     """A ``__global__`` template of ``kernels.cu``.
 
     ``params`` names its integer template parameters after the term type: ``NMR`` for binary
-    operations on N- and M-term inputs with R-term output, ``NR`` for unary ones, ``R`` for the
-    term-wise ones (input and output of R terms)."""
+    operations on N- and M-term inputs with R-term output, ``NR`` for unary ones, ``R`` for those whose
+    inputs and output all have R terms, ``""`` for kernels of a fixed number of terms (``terms``).
+    ``operands`` is the number of input arrays.  ``mapping`` says how threads map to expansions:
+    ``"group"``, a group of W lanes per expansion (decision 2); ``"term"``, one thread per term;
+    ``"thread"``, one thread per expansion (the sequential baselines).  ``layout`` is ``"aos"`` for
+    C-contiguous (count, terms) arrays, ``"soa"`` for (terms, count) arrays, term k of every expansion
+    contiguous.  ``resource_rs``, when set, replaces the R values of the resource check."""
 
     name: str
     params: str
+    operands: int
+    mapping: str = "group"
+    layout: str = "aos"
+    terms: int | None = None
+    resource_rs: tuple | None = None
+
+
+#: R values of the reduced resource check on the older architectures, and of the sequential
+#: baselines on every architecture (their code grows with R^2; the benchmarks use 2, 4, 8, 16, 32).
+SUBSET_R = (2, 3, 4, 5, 8, 13, 16, 31, 32)
+
+
+def _baseline_operations():
+    """The sequential baselines of :data:`expansions.baselines.BASELINES`, an AoS and a SoA entry each."""
+    from ..baselines import BASELINES
+
+    for b in BASELINES.values():
+        for suffix, layout in (("", "aos"), ("_soa", "soa")):
+            params, rs = ("", None) if b.terms else ("R", SUBSET_R)
+            yield Operation(b.name + suffix, params, 2, "thread", layout, b.terms, rs)
 
 
 #: The kernels, in the order of the resource table.
 OPERATIONS = {
     op.name: op
     for op in (
-        Operation("add_safe", "NMR"),
-        Operation("sub_safe", "NMR"),
-        Operation("add_fast", "NMR"),
-        Operation("sub_fast", "NMR"),
-        Operation("mul_truncated", "NMR"),
-        Operation("renormalize", "NR"),
-        Operation("negate", "R"),
+        Operation("add_safe", "NMR", 2),
+        Operation("sub_safe", "NMR", 2),
+        Operation("add_fast", "NMR", 2),
+        Operation("sub_fast", "NMR", 2),
+        Operation("mul_truncated", "NMR", 2),
+        Operation("renormalize", "NR", 1),
+        Operation("negate", "R", 1, mapping="term"),
+        *_baseline_operations(),
     )
 }
 
 #: Mixed input/output sizes (N, M, R) compiled besides N = M = R.
 MIXED_SIZES = ((2, 4, 4), (4, 2, 8), (8, 8, 4), (1, 3, 2), (16, 8, 32))
 
-#: R values of the reduced resource check on the older architectures.
-SUBSET_R = (2, 3, 4, 5, 8, 13, 16, 31, 32)
-
 
 @dataclass(frozen=True, order=True)
 class Instance:
     """One template instance: operation, term dtype name, input sizes N and M, output size R.
 
-    Unary operations have M = 0; ``negate`` has N = R."""
+    Operations without an ``M`` parameter have M = 0; those without ``N`` have N = R."""
 
     op: str
     dtype: str
@@ -88,9 +111,9 @@ class Instance:
 
     @property
     def name_expression(self) -> str:
-        params = {"NMR": (self.N, self.M, self.R), "NR": (self.N, self.R), "R": (self.R,)}
+        params = {"NMR": (self.N, self.M, self.R), "NR": (self.N, self.R), "R": (self.R,), "": ()}
         ints = params[OPERATIONS[self.op].params]
-        return f"expansions::{self.op}<{CTYPES[self.dtype]}, {', '.join(map(str, ints))}>"
+        return f"expansions::{self.op}<{', '.join([CTYPES[self.dtype], *map(str, ints)])}>"
 
     @property
     def group_width(self) -> int:
@@ -99,12 +122,16 @@ class Instance:
 
 
 def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None) -> Instance:
-    """The instance of ``op`` for term ``dtype``, output R and inputs N (and M), default R."""
+    """The instance of ``op`` for term ``dtype``, output R and inputs N (and M), default R.  A kernel of
+    a fixed number of terms accepts only that R."""
     if op not in OPERATIONS:
         raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)}")
     dt = canonical_dtype(dtype).name
-    params = OPERATIONS[op].params
-    N = R if (N is None or params == "R") else N
+    info = OPERATIONS[op]
+    params = info.params
+    if info.terms is not None and R != info.terms:
+        raise ValueError(f"{op}: works on {info.terms} terms, got R = {R}")
+    N = R if (N is None or params in ("R", "")) else N
     M = (R if M is None else M) if params == "NMR" else 0
     for name, k in (("R", R), ("N", N)) + ((("M", M),) if params == "NMR" else ()):
         if not 1 <= k <= 32:
@@ -114,13 +141,15 @@ def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None)
 
 def resource_instances(arch: str) -> list[Instance]:
     """Instances of the resource check: on sm_90 every operation, both term dtypes, every R in
-    2..32 with N = M = R, and :data:`MIXED_SIZES`; on other architectures R in :data:`SUBSET_R`."""
+    2..32 with N = M = R, and :data:`MIXED_SIZES`; on other architectures R in :data:`SUBSET_R`.
+    Fixed-size kernels: their number of terms; operations with ``resource_rs``: those R."""
     rs = range(2, 33) if arch == "sm_90" else SUBSET_R
     out = []
     for op, info in OPERATIONS.items():
+        op_rs = (info.terms,) if info.terms else (info.resource_rs or rs)
         for dtype in CTYPES:
-            out += [instance(op, dtype, R) for R in rs]
-            if info.params != "R":
+            out += [instance(op, dtype, R) for R in op_rs]
+            if info.params in ("NMR", "NR"):
                 out += [instance(op, dtype, R, N, M) for N, M, R in MIXED_SIZES]
     return sorted(set(out), key=lambda i: (list(OPERATIONS).index(i.op), list(CTYPES).index(i.dtype), i.R, i.N, i.M))
 

@@ -5,9 +5,14 @@
 // expansion occupies a group of W = next power of two >= max(inputs, R) lanes; the grid-stride loop
 // is warp-uniform, so any grid works as long as blockDim.x is a multiple of 32.
 // Compile with --fmad=false --ftz=false --prec-div=true --prec-sqrt=true -std=c++17 (no fast math).
+//
+// The sequential baselines (end of this file) run one thread per expansion, any grid and block; each
+// has an AoS entry point on the (count, R) rows above and a `_soa` one on (R, count) arrays, term k of
+// all expansions contiguous (coalesced loads for one thread per expansion).
 #pragma once
 
 #include "add.cuh"
+#include "baselines.cuh"
 #include "mul.cuh"
 #include "renorm.cuh"
 
@@ -91,6 +96,138 @@ __global__ void negate(const T* __restrict__ x, T* __restrict__ out, long long c
     for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
         out[i] = negated(x[i]);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequential baselines (baselines.cuh), one thread per expansion: `op` on (count, R) rows, `op_soa` on
+// (R, count) arrays.  Twins: expansions.baselines.cpu.op and op_soa.
+
+// Double-double x + y, QD sloppy_add.
+template <class T>
+__global__ void dd_add_sloppy(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                              long long count) {
+    thread_kernel_body<T, 2, false>(x, y, out, count, [](const T (&a)[2], const T (&b)[2], T (&r)[2]) {
+        dd_add_sloppy_thread<T>(a, b, r);
+    });
+}
+template <class T>
+__global__ void dd_add_sloppy_soa(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                                  long long count) {
+    thread_kernel_body<T, 2, true>(x, y, out, count, [](const T (&a)[2], const T (&b)[2], T (&r)[2]) {
+        dd_add_sloppy_thread<T>(a, b, r);
+    });
+}
+
+// Double-double x + y, QD ieee_add.
+template <class T>
+__global__ void dd_add_ieee(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                            long long count) {
+    thread_kernel_body<T, 2, false>(x, y, out, count, [](const T (&a)[2], const T (&b)[2], T (&r)[2]) {
+        dd_add_ieee_thread<T>(a, b, r);
+    });
+}
+template <class T>
+__global__ void dd_add_ieee_soa(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                                long long count) {
+    thread_kernel_body<T, 2, true>(x, y, out, count, [](const T (&a)[2], const T (&b)[2], T (&r)[2]) {
+        dd_add_ieee_thread<T>(a, b, r);
+    });
+}
+
+// Double-double x * y (JMP 2017 Algorithm 10).
+template <class T>
+__global__ void dd_mul(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                       long long count) {
+    thread_kernel_body<T, 2, false>(x, y, out, count, [](const T (&a)[2], const T (&b)[2], T (&r)[2]) {
+        dd_mul_thread<T>(a, b, r);
+    });
+}
+template <class T>
+__global__ void dd_mul_soa(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                           long long count) {
+    thread_kernel_body<T, 2, true>(x, y, out, count, [](const T (&a)[2], const T (&b)[2], T (&r)[2]) {
+        dd_mul_thread<T>(a, b, r);
+    });
+}
+
+// Quad-double x + y, QD's sloppy (Cray-style) addition.
+template <class T>
+__global__ void qd_add_sloppy(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                              long long count) {
+    thread_kernel_body<T, 4, false>(x, y, out, count, [](const T (&a)[4], const T (&b)[4], T (&r)[4]) {
+        qd_add_sloppy_thread<T>(a, b, r);
+    });
+}
+template <class T>
+__global__ void qd_add_sloppy_soa(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                                  long long count) {
+    thread_kernel_body<T, 4, true>(x, y, out, count, [](const T (&a)[4], const T (&b)[4], T (&r)[4]) {
+        qd_add_sloppy_thread<T>(a, b, r);
+    });
+}
+
+// Quad-double x + y, QD-Add-Accurate.
+template <class T>
+__global__ void qd_add_ieee(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                            long long count) {
+    thread_kernel_body<T, 4, false>(x, y, out, count, [](const T (&a)[4], const T (&b)[4], T (&r)[4]) {
+        qd_add_ieee_thread<T>(a, b, r);
+    });
+}
+template <class T>
+__global__ void qd_add_ieee_soa(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                                long long count) {
+    thread_kernel_body<T, 4, true>(x, y, out, count, [](const T (&a)[4], const T (&b)[4], T (&r)[4]) {
+        qd_add_ieee_thread<T>(a, b, r);
+    });
+}
+
+// Quad-double x * y, QD's accurate multiplication.
+template <class T>
+__global__ void qd_mul(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                       long long count) {
+    thread_kernel_body<T, 4, false>(x, y, out, count, [](const T (&a)[4], const T (&b)[4], T (&r)[4]) {
+        qd_mul_thread<T>(a, b, r);
+    });
+}
+template <class T>
+__global__ void qd_mul_soa(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                           long long count) {
+    thread_kernel_body<T, 4, true>(x, y, out, count, [](const T (&a)[4], const T (&b)[4], T (&r)[4]) {
+        qd_mul_thread<T>(a, b, r);
+    });
+}
+
+// x + y in R terms, certified.
+template <class T, int R>
+__global__ void certified_add(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                              long long count) {
+    thread_kernel_body<T, R, false>(x, y, out, count, [](const T (&a)[R], const T (&b)[R], T (&r)[R]) {
+        certified_add_thread<T, R>(a, b, r);
+    });
+}
+template <class T, int R>
+__global__ void certified_add_soa(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                                  long long count) {
+    thread_kernel_body<T, R, true>(x, y, out, count, [](const T (&a)[R], const T (&b)[R], T (&r)[R]) {
+        certified_add_thread<T, R>(a, b, r);
+    });
+}
+
+// x * y in R terms, certified.
+template <class T, int R>
+__global__ void certified_mul(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                              long long count) {
+    thread_kernel_body<T, R, false>(x, y, out, count, [](const T (&a)[R], const T (&b)[R], T (&r)[R]) {
+        certified_mul_thread<T, R>(a, b, r);
+    });
+}
+template <class T, int R>
+__global__ void certified_mul_soa(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                                  long long count) {
+    thread_kernel_body<T, R, true>(x, y, out, count, [](const T (&a)[R], const T (&b)[R], T (&r)[R]) {
+        certified_mul_thread<T, R>(a, b, r);
+    });
 }
 
 }  // namespace expansions

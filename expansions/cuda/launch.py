@@ -1,9 +1,11 @@
-"""Launchers of the GPU kernels, with the signatures of their CPU twins (:mod:`expansions.cpu.kernels`).
+"""Launchers of the GPU kernels, with the signatures of their CPU twins (:mod:`expansions.cpu.kernels`,
+and :mod:`expansions.baselines.cpu` for the sequential baselines).
 
 Each takes 2-D C-contiguous CuPy arrays of terms, shape (count, n), float64 or float32, one
-expansion per row, and returns a new (count, R) CuPy array with the same bits as the twin.  Kernels
-run on the current CuPy device and stream; they are compiled on first use (see
-:func:`expansions.cuda.build.kernels`).
+expansion per row, and returns a new (count, R) CuPy array with the same bits as the twin.  The
+``*_soa`` baselines take and return the transposed layout, shape (R, count): term k of every expansion
+contiguous, which makes the loads of one-thread-per-expansion kernels coalesced.  Kernels run on the
+current CuPy device and stream; they are compiled on first use (see :func:`expansions.cuda.build.kernels`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,107 @@ def negate(x):
     return out
 
 
+def dd_add_sloppy(x, y):
+    """Double-double x + y, QD sloppy addition, one thread per expansion.  Twin: ``baselines.cpu.dd_add_sloppy``."""
+    return _thread_binary("dd_add_sloppy", x, y, 2)
+
+
+def dd_add_ieee(x, y):
+    """Double-double x + y, QD IEEE addition.  Twin: ``baselines.cpu.dd_add_ieee``."""
+    return _thread_binary("dd_add_ieee", x, y, 2)
+
+
+def dd_mul(x, y):
+    """Double-double x * y.  Twin: ``baselines.cpu.dd_mul``."""
+    return _thread_binary("dd_mul", x, y, 2)
+
+
+def qd_add_sloppy(x, y):
+    """Quad-double x + y, QD's sloppy addition.  Twin: ``baselines.cpu.qd_add_sloppy``."""
+    return _thread_binary("qd_add_sloppy", x, y, 4)
+
+
+def qd_add_ieee(x, y):
+    """Quad-double x + y, QD-Add-Accurate.  Twin: ``baselines.cpu.qd_add_ieee``."""
+    return _thread_binary("qd_add_ieee", x, y, 4)
+
+
+def qd_mul(x, y):
+    """Quad-double x * y, QD's accurate multiplication.  Twin: ``baselines.cpu.qd_mul``."""
+    return _thread_binary("qd_mul", x, y, 4)
+
+
+def certified_add(x, y, R):
+    """x + y in R terms, certified (merge, VecSum, VecSumErrBranch).  Twin: ``baselines.cpu.certified_add``."""
+    return _thread_binary("certified_add", x, y, R)
+
+
+def certified_mul(x, y, R):
+    """x * y in R terms, certified.  Twin: ``baselines.cpu.certified_mul``."""
+    return _thread_binary("certified_mul", x, y, R)
+
+
+def dd_add_sloppy_soa(x, y):
+    """:func:`dd_add_sloppy` on (2, count) arrays.  Twin: ``baselines.cpu.dd_add_sloppy_soa``."""
+    return _thread_binary("dd_add_sloppy_soa", x, y, 2)
+
+
+def dd_add_ieee_soa(x, y):
+    """:func:`dd_add_ieee` on (2, count) arrays.  Twin: ``baselines.cpu.dd_add_ieee_soa``."""
+    return _thread_binary("dd_add_ieee_soa", x, y, 2)
+
+
+def dd_mul_soa(x, y):
+    """:func:`dd_mul` on (2, count) arrays.  Twin: ``baselines.cpu.dd_mul_soa``."""
+    return _thread_binary("dd_mul_soa", x, y, 2)
+
+
+def qd_add_sloppy_soa(x, y):
+    """:func:`qd_add_sloppy` on (4, count) arrays.  Twin: ``baselines.cpu.qd_add_sloppy_soa``."""
+    return _thread_binary("qd_add_sloppy_soa", x, y, 4)
+
+
+def qd_add_ieee_soa(x, y):
+    """:func:`qd_add_ieee` on (4, count) arrays.  Twin: ``baselines.cpu.qd_add_ieee_soa``."""
+    return _thread_binary("qd_add_ieee_soa", x, y, 4)
+
+
+def qd_mul_soa(x, y):
+    """:func:`qd_mul` on (4, count) arrays.  Twin: ``baselines.cpu.qd_mul_soa``."""
+    return _thread_binary("qd_mul_soa", x, y, 4)
+
+
+def certified_add_soa(x, y, R):
+    """:func:`certified_add` on (R, count) arrays.  Twin: ``baselines.cpu.certified_add_soa``."""
+    return _thread_binary("certified_add_soa", x, y, R)
+
+
+def certified_mul_soa(x, y, R):
+    """:func:`certified_mul` on (R, count) arrays.  Twin: ``baselines.cpu.certified_mul_soa``."""
+    return _thread_binary("certified_mul_soa", x, y, R)
+
+
+def _thread_binary(op, x, y, R):
+    """A one-thread-per-expansion baseline: both operands and the result have R terms, as rows
+    (count, R), or as columns (R, count) for the ``_soa`` kernels."""
+    cp = _cupy()
+    R = check_terms(R)
+    soa = build.OPERATIONS[op].layout == "soa"
+    _check_array(x, "x", any_width=soa)
+    _check_array(y, "y", any_width=soa)
+    if x.dtype != y.dtype:
+        raise TypeError(f"{op}: x and y must have the same dtype, got {x.dtype} and {y.dtype}")
+    shape = (R, x.shape[1]) if soa else (x.shape[0], R)
+    if x.shape != shape or y.shape != shape:
+        raise ValueError(f"{op}: x and y must both have shape {'(R, count)' if soa else '(count, R)'} with R = {R}, "
+                         f"got {x.shape} and {y.shape}")
+    if x.device.id != y.device.id:
+        raise ValueError(f"{op}: x is on device {x.device.id}, y on device {y.device.id}")
+    out = cp.empty(shape, dtype=x.dtype)
+    _launch(build.instance(op, x.dtype, R), shape[1] if soa else shape[0], (x, y, out))
+    return out
+
+
 def _binary(op, x, y, R):
     cp = _cupy()
     R = check_terms(R)
@@ -92,8 +195,9 @@ def _launch(inst, count, arrays):
     if device != cp.cuda.Device().id:
         raise ValueError(f"{inst.op}: the arrays are on device {device}, the current device is {cp.cuda.Device().id}")
     (kernel,) = build.kernels(inst)
-    per_block = build.BLOCK if inst.op == "negate" else build.BLOCK // inst.group_width
-    total = count * inst.R if inst.op == "negate" else count
+    mapping = build.OPERATIONS[inst.op].mapping
+    per_block = build.BLOCK // inst.group_width if mapping == "group" else build.BLOCK
+    total = count * inst.R if mapping == "term" else count
     blocks = min(-(-total // per_block), _max_blocks(device))
     kernel((blocks,), (build.BLOCK,), (*arrays, np.int64(count)))
 
@@ -105,7 +209,7 @@ def _max_blocks(device_id: int) -> int:
     return max(1, sms * BLOCKS_PER_SM)
 
 
-def _check_array(a, name):
+def _check_array(a, name, any_width=False):
     cp = _cupy()
     if not isinstance(a, cp.ndarray):
         raise TypeError(
@@ -116,7 +220,7 @@ def _check_array(a, name):
         raise ValueError(f"{name} must be 2-D (count, terms), got shape {a.shape}")
     if a.dtype not in (np.float64, np.float32):
         raise TypeError(f"{name} must be float64 or float32, got {a.dtype}")
-    if not 1 <= a.shape[1] <= 32:
+    if not any_width and not 1 <= a.shape[1] <= 32:
         raise ValueError(f"{name} must have 1..32 terms per expansion, got {a.shape[1]}")
     if not a.flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous (use cupy.ascontiguousarray)")
@@ -130,4 +234,10 @@ def _cupy():
     return cupy
 
 
-__all__ = ["add_safe", "add_fast", "sub_safe", "sub_fast", "mul_truncated", "renormalize", "negate"]
+BASELINE_LAUNCHERS = (
+    "dd_add_sloppy", "dd_add_ieee", "dd_mul", "qd_add_sloppy", "qd_add_ieee", "qd_mul", "certified_add",
+    "certified_mul",
+)
+
+__all__ = ["add_safe", "add_fast", "sub_safe", "sub_fast", "mul_truncated", "renormalize", "negate",
+           *BASELINE_LAUNCHERS, *(f"{name}_soa" for name in BASELINE_LAUNCHERS)]
