@@ -58,23 +58,9 @@ def name_expression(kind: str, op: str, alg: str, dtype: str, R: int) -> str:
 def compile_bench(names, arch: str, verbose: bool = False):
     """Compile benchmark kernels with the library's NVRTC options (no GPU needed): (binary, lowered
     names, ptxas log)."""
-    from cupy.cuda import nvrtc
-
     from expansions.cuda import build
 
-    opts = [f"-arch={arch}", *build.OPTIONS] + (["--ptxas-options=-v"] if verbose else [])
-    prog = nvrtc.createProgram(_source(), "bench.cu", [], [])
-    try:
-        for n in names:
-            nvrtc.addNameExpression(prog, n)
-        try:
-            nvrtc.compileProgram(prog, opts)
-        except nvrtc.NVRTCError as exc:
-            raise RuntimeError(f"NVRTC failed ({exc}):\n{nvrtc.getProgramLog(prog)}") from None
-        lowered = {n: nvrtc.getLoweredName(prog, n) for n in names}
-        return nvrtc.getCUBIN(prog), lowered, nvrtc.getProgramLog(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
+    return build.compile_source(_source(), names, arch, verbose, "bench.cu")
 
 
 @functools.cache

@@ -57,3 +57,69 @@ __global__ void shmem(const T* __restrict__ x, const T* __restrict__ y, T* __res
 }
 
 }  // namespace bench
+
+// Sequential baselines, one expansion per thread, SoA layout (term k of every expansion contiguous:
+// coalesced loads).  best_seq: K operations in registers per load; shmem_seq: the same with
+// R * 256 bytes of dynamic shared memory per thread reserved and touched.
+namespace bench {
+using namespace expansions;
+
+template <class T, int R> struct CertAdd {
+    __device__ static void apply(const T (&x)[R], const T (&y)[R], T (&r)[R]) { certified_add_thread<T, R>(x, y, r); }
+};
+template <class T, int R> struct CertMul {
+    __device__ static void apply(const T (&x)[R], const T (&y)[R], T (&r)[R]) { certified_mul_thread<T, R>(x, y, r); }
+};
+template <class T, int R> struct DdAddIeee {
+    __device__ static void apply(const T (&x)[2], const T (&y)[2], T (&r)[2]) { dd_add_ieee_thread<T>(x, y, r); }
+};
+template <class T, int R> struct DdMul {
+    __device__ static void apply(const T (&x)[2], const T (&y)[2], T (&r)[2]) { dd_mul_thread<T>(x, y, r); }
+};
+template <class T, int R> struct QdAddIeeeSeq {
+    __device__ static void apply(const T (&x)[4], const T (&y)[4], T (&r)[4]) { qd_add_ieee_thread<T>(x, y, r); }
+};
+template <class T, int R> struct QdMulSeq {
+    __device__ static void apply(const T (&x)[4], const T (&y)[4], T (&r)[4]) { qd_mul_thread<T>(x, y, r); }
+};
+
+template <template <class, int> class Op, class T, int R>
+__device__ __forceinline__ void run_seq(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                                        long long count, int K, T* __restrict__ scratch) {
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += static_cast<long long>(gridDim.x) * blockDim.x) {
+        T xv[R], yv[R], acc[R], r[R];
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            xv[k] = x[k * count + i];
+            yv[k] = y[k * count + i];
+            acc[k] = T(0);
+        }
+        if (scratch) scratch[threadIdx.x] = xv[0];
+        for (int kk = 0; kk < K; ++kk) {
+            T xk[R];
+#pragma unroll
+            for (int k = 0; k < R; ++k) xk[k] = xv[k];
+            xk[0] = add_rn(xk[0], T(kk));
+            Op<T, R>::apply(xk, yv, r);
+#pragma unroll
+            for (int k = 0; k < R; ++k) acc[k] = add_rn(acc[k], r[k]);
+        }
+        if (scratch) acc[0] = add_rn(acc[0], scratch[threadIdx.x]);
+#pragma unroll
+        for (int k = 0; k < R; ++k) out[k * count + i] = acc[k];
+    }
+}
+
+template <template <class, int> class Op, class T, int R>
+__global__ void best_seq(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count, int K) {
+    run_seq<Op, T, R>(x, y, out, count, K, nullptr);
+}
+
+template <template <class, int> class Op, class T, int R>
+__global__ void shmem_seq(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count, int K) {
+    extern __shared__ unsigned char reserved_seq[];  // R * 256 bytes per thread, set at launch
+    run_seq<Op, T, R>(x, y, out, count, K, reinterpret_cast<T*>(reserved_seq));
+}
+
+}  // namespace bench

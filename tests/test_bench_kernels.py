@@ -20,10 +20,16 @@ def _nvrtc_ok():
 
 @pytest.mark.skipif(not _nvrtc_ok(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
 def test_bench_kernels_compile_without_spills():
+    from bench import baselines_gpu as seq
     from expansions.cuda import build
 
     names = [gpu.name_expression(k, op, alg, dt, R) for k in ("best", "shmem") for (op, alg) in gpu.OPS
              for dt in ("float64", "float32") for R in (2, 4, 8, 16, 32)]
+    seq_names = [seq.name_expression(k, op, alg, "float64", R) for k in ("best", "shmem")
+                 for op in ("add", "mul") for alg in ("campary", "qd") for R in (2, 4, 8)
+                 if seq.functor(op, alg, R)]
+    _, lowered_seq, _ = gpu.compile_bench(seq_names, "sm_90")  # the baselines' kernels compile too
+    assert len(lowered_seq) == len(seq_names)
     _, lowered, log = gpu.compile_bench(names, "sm_90", verbose=True)
     usage = build.parse_ptxas_log(log)
     for n in names:

@@ -238,15 +238,16 @@ def supported_archs() -> tuple[int, ...]:
     return tuple(nvrtc.getSupportedArchs())
 
 
-def compile_instances(instances, arch: str = "sm_90", verbose: bool = True) -> Compiled:
-    """Compile ``instances`` in one NVRTC program for ``arch`` (``sm_XX``: a CUBIN, ptxas runs and,
-    when ``verbose``, reports resources; ``compute_XX``: PTX).  No GPU needed."""
+def compile_source(text: str, names, arch: str = "sm_90", verbose: bool = True, filename: str = ENTRY):
+    """Compile CUDA source ``text`` with the library's options for ``arch`` and the name expressions
+    ``names`` (``sm_XX``: a CUBIN, and with ``verbose`` ptxas reports resources; ``compute_XX``: PTX).
+    Returns ``(binary, {name: lowered name}, log)``.  No GPU needed.  Every kernel of the project
+    (these, the double-word ones, the benchmark ones) is compiled here."""
     from cupy.cuda import nvrtc
 
-    instances = list(dict.fromkeys(instances))
-    names = [i.name_expression for i in instances]
+    names = list(dict.fromkeys(names))
     opts = [f"-arch={arch}", *OPTIONS] + (["--ptxas-options=-v"] if verbose and arch.startswith("sm_") else [])
-    prog = nvrtc.createProgram(source(), ENTRY, [], [])
+    prog = nvrtc.createProgram(text, filename, [], [])
     try:
         for n in names:
             nvrtc.addNameExpression(prog, n)
@@ -254,11 +255,18 @@ def compile_instances(instances, arch: str = "sm_90", verbose: bool = True) -> C
             nvrtc.compileProgram(prog, opts)
         except nvrtc.NVRTCError as exc:
             raise RuntimeError(f"NVRTC failed for {arch} ({exc}):\n{nvrtc.getProgramLog(prog)}") from None
-        log = nvrtc.getProgramLog(prog)
-        lowered = {i: nvrtc.getLoweredName(prog, n) for i, n in zip(instances, names)}
+        lowered = {n: nvrtc.getLoweredName(prog, n) for n in names}
         binary = nvrtc.getCUBIN(prog) if arch.startswith("sm_") else nvrtc.getPTX(prog)
+        return binary, lowered, nvrtc.getProgramLog(prog)
     finally:
         nvrtc.destroyProgram(prog)
+
+
+def compile_instances(instances, arch: str = "sm_90", verbose: bool = True) -> Compiled:
+    """Compile ``instances`` in one NVRTC program for ``arch`` (see :func:`compile_source`)."""
+    instances = list(dict.fromkeys(instances))
+    binary, by_name, log = compile_source(source(), [i.name_expression for i in instances], arch, verbose)
+    lowered = {i: by_name[i.name_expression] for i in instances}
     usage = parse_ptxas_log(log)
     resources = {i: Resources(low, *usage[low]) for i, low in lowered.items() if low in usage}
     return Compiled(arch, binary, lowered, resources, log)

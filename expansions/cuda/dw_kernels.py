@@ -41,21 +41,8 @@ def source() -> str:
 
 def compile_all(arch: str = "sm_90", verbose: bool = True):
     """Compile every (algorithm, dtype) kernel for ``arch``: (binary, {name expression: lowered}, log)."""
-    from cupy.cuda import nvrtc
-
     names = [name_expression(n, d) for n in KERNEL_ALGORITHMS for d in CTYPES]
-    opts = [f"-arch={arch}", *build.OPTIONS] + (["--ptxas-options=-v"] if verbose else [])
-    prog = nvrtc.createProgram(source(), "dw.cu", [], [])
-    try:
-        for n in names:
-            nvrtc.addNameExpression(prog, n)
-        try:
-            nvrtc.compileProgram(prog, opts)
-        except nvrtc.NVRTCError as exc:
-            raise RuntimeError(f"NVRTC failed ({exc}):\n{nvrtc.getProgramLog(prog)}") from None
-        return nvrtc.getCUBIN(prog), {n: nvrtc.getLoweredName(prog, n) for n in names}, nvrtc.getProgramLog(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
+    return build.compile_source(source(), names, arch, verbose, "dw.cu")
 
 
 @functools.cache
