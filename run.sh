@@ -5,6 +5,7 @@
 #                       seed reproductions (on the GPU when CuPy sees one, else on the CPU), written
 #                       to paper_repro/results/<device>/
 #   bash run.sh test    set up .venv and run the test suite
+# Further arguments go to python -m paper_repro (e.g. --quick) or to pytest.
 # Environment: PYTHON (interpreter for the venv, default python3); EXPANSIONS_NVRTC=1 also installs
 # CuPy and NVRTC for CUDA 12 without a GPU, so that the kernel compile checks run (CI does this).
 set -euo pipefail
@@ -19,18 +20,10 @@ elif [ "${EXPANSIONS_NVRTC:-0}" = 1 ]; then
   extras="$extras,cuda12"
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[${extras}]"
-case "${1:-main}" in
-  test)
-    shift || true
-    exec .venv/bin/python -m pytest -n auto "$@"
-    ;;
-  main)
-    shift || true
-    .venv/bin/python -m expansions info
-    .venv/bin/python -m paper_repro "$@"
-    ;;
-  *)
-    echo "usage: bash run.sh [test|main]" >&2
-    exit 2
-    ;;
-esac
+mode=main
+if [ "${1:-}" = test ] || [ "${1:-}" = main ]; then mode=$1; shift; fi
+if [ "$mode" = test ]; then
+  exec .venv/bin/python -m pytest -n auto "$@"
+fi
+.venv/bin/python -m expansions info
+.venv/bin/python -m paper_repro "$@"
