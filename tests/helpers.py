@@ -69,3 +69,14 @@ def safe_random(N, R, dtype, seed, **kw):
     """Random expansions whose float64 products keep representable errors (see adversarial_pairs)."""
     kw.setdefault("min_exponent", -400 if dtype == "float64" else None)
     return random_terms((N,), R, dtype, seed=seed, **kw)
+
+
+def nvrtc_available() -> bool:
+    """Whether CuPy's NVRTC binding and the NVRTC library (the nvidia-cuda-nvrtc wheel) load."""
+    try:
+        from cupy.cuda import nvrtc
+
+        nvrtc.getVersion()
+        return True
+    except Exception:
+        return False

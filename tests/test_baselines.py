@@ -38,7 +38,7 @@ from expansions.dw import bounds as dw_bounds
 from expansions.formats import format_of
 from expansions.generate import random_terms
 from expansions.reference.algorithms import sort_by_magnitude, vec_sum_err_branch
-from expansions.reference.eft import two_sum, vec_sum
+from expansions.reference.eft import vec_sum
 from expansions.reference.fp import exact, from_float, round_fraction, to_float
 
 DTYPES = ("float64", "float32")
@@ -215,23 +215,6 @@ def test_dd_accuracy_jmp_bounds(dtype):
     assert not table, "\n".join(table[:10])
 
 
-def _vseb_replay(e, R, fmt):
-    """VecSumErrBranch as in expansions.reference.algorithms, also returning the terms it drops."""
-    r = [0.0] * R
-    j = 0
-    eps = e[0]
-    for i in range(1, len(e)):
-        r[j], eps = two_sum(eps, e[i], fmt)
-        if eps != 0:
-            if j >= R - 1:
-                return r, [eps, *e[i + 1:]]
-            j += 1
-        else:
-            eps = r[j]
-    r[j] = eps
-    return r, []
-
-
 def _certified_inputs(R, dtype, N, seed):
     x, y = adversarial_pairs(N, R, dtype, seed)
     if dtype == "float32":  # products and their errors stay above the underflow threshold
@@ -251,7 +234,7 @@ def test_certified_add_error_is_the_dropped_tail(R, dtype):
         a, b = _values(row_x), _values(row_y)
         r = ref.certified_add(a, b, R, fmt)
         e = vec_sum(sort_by_magnitude(list(a) + list(b)), fmt)
-        replay, dropped = _vseb_replay(e, R, fmt)
+        replay, dropped = vec_sum_err_branch(e, R, fmt, dropped=True)
         assert tuple(replay) == tuple(vec_sum_err_branch(e, R, fmt)) == r
         err = _sum(a) + _sum(b) - _sum(r)
         if err != _sum(dropped):
@@ -274,7 +257,7 @@ def test_certified_mul_error_bound(R, dtype):
         order_r = sum((abs(exact(a[i]) * exact(b[R - i])) for i in range(1, R)), Fraction(0))
         B = bounds.mul_truncation(R + 1, fmt.p).value * abs(exact(a[0]) * exact(b[0])) + u * order_r
         e = vec_sum(sort_by_magnitude(terms), fmt)
-        replay, dropped = _vseb_replay(e, R, fmt)
+        replay, dropped = vec_sum_err_branch(e, R, fmt, dropped=True)
         assert tuple(replay) == r
         product_err = abs(_sum(a) * _sum(b) - T)
         if product_err > B or T - _sum(r) != _sum(dropped):

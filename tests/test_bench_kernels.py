@@ -2,23 +2,14 @@
 and the harness's instruction counts are positive for every algorithm it reports."""
 
 import pytest
+from helpers import nvrtc_available
 
 from bench import gpu
 
 pytest.importorskip("cupy")
 
 
-def _nvrtc_ok():
-    try:
-        from cupy.cuda import nvrtc
-
-        nvrtc.getVersion()
-        return True
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _nvrtc_ok(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
+@pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
 def test_bench_kernels_compile_without_spills():
     from bench import baselines_gpu as seq
     from expansions.cuda import build

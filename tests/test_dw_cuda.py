@@ -3,23 +3,14 @@ GPU, each kernel equals its NumPy twin bit for bit (NaN equal to NaN) on 10^6 nu
 
 import numpy as np
 import pytest
+from helpers import nvrtc_available
 
 from expansions.cuda import dw_kernels
 
 cupy = pytest.importorskip("cupy")
 
 
-def _nvrtc_ok():
-    try:
-        from cupy.cuda import nvrtc
-
-        nvrtc.getVersion()
-        return True
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _nvrtc_ok(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
+@pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
 def test_dw_kernels_compile_without_spills():
     from expansions.cuda import build
 

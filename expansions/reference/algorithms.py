@@ -151,11 +151,12 @@ def mul_truncated(x, y, R, fmt):
     return nonfinite_epilogue(pi, (x, y), leading, fmt)
 
 
-def vec_sum_err_branch(e, R, fmt):
+def vec_sum_err_branch(e, R, fmt, dropped: bool = False):
     """VecSumErrBranch (Joldes, Marty, Muller, Popescu 2016): from the top, 2Sum the running value
     with the next term; a nonzero error closes an output term, a zero error keeps accumulating.
     At most R output terms; the rest is zero.  (2Sum instead of Fast2Sum: identical results where
-    Fast2Sum's precondition holds, and error-free on any input.)"""
+    Fast2Sum's precondition holds, and error-free on any input.)  With ``dropped=True``, also the
+    list of values it leaves out when R terms are full (their exact sum is the truncation error)."""
     r = [0.0] * R
     j = 0
     eps = e[0]
@@ -163,12 +164,12 @@ def vec_sum_err_branch(e, R, fmt):
         r[j], eps = two_sum(eps, e[i], fmt)
         if eps != 0:
             if j >= R - 1:
-                return r
+                return (r, [eps, *e[i + 1:]]) if dropped else r
             j += 1
         else:
             eps = r[j]
     r[j] = eps
-    return r
+    return (r, []) if dropped else r
 
 
 def sort_by_magnitude(x):
