@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .timing import gpu_available
+
 ANCHORS = Path(__file__).resolve().parent / "anchors" / "warwick2020_tables.csv"
 OPS = ("add", "sub", "mul", "div")
 STATS = ("mean", "median", "max", "min", "sd")
@@ -116,6 +118,44 @@ def leibniz(terms=LEIBNIZ_TERMS):
     return float(ep), 4.0 * acc64, float(4 * exact)
 
 
+def table2_speedup(quick: bool = True, device: str = "cpu", seed: int = 2020) -> dict:
+    """Table 2: speed-up of the float-float operations over FP64 (``t_fp64 / t_ep``, > 1: EP faster)
+    on arrays of uniform values in [-1e6, 1e6].  On the GPU: CuPy's FP64 operations against the
+    kernels of ``expansions/cuda/dw.cuh`` (qd_add_ieee, the same on -y, ww_mul, ww_div); on the CPU:
+    NumPy against the twins."""
+    from .timing import median_seconds
+
+    n = 2**18 if quick else 2**22
+    rng = np.random.default_rng(seed)
+    x64, y64 = rng.uniform(-1e6, 1e6, n), rng.uniform(-1e6, 1e6, n)
+    a, b = fp64_to_ep(x64), fp64_to_ep(y64)
+    fp64 = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+    if device == "cuda":
+        import cupy as xp
+
+        from expansions.cuda import dw_kernels
+
+        x64, y64 = xp.asarray(x64), xp.asarray(y64)
+        pa = xp.asarray(np.stack(a, axis=1))
+        pb = xp.asarray(np.stack(b, axis=1))
+        pbn = -pb
+        ep = {"add": lambda: dw_kernels.run("qd_add_ieee", pa, pb),
+              "sub": lambda: dw_kernels.run("qd_add_ieee", pa, pbn),
+              "mul": lambda: dw_kernels.run("ww_mul", pa, pb),
+              "div": lambda: dw_kernels.run("ww_div", pa, pb)}
+        fp64 = {k: getattr(xp, f.__name__) for k, f in fp64.items()}
+    else:
+        ep = {op: (lambda op=op: ep_op(op, a, b)) for op in OPS}
+    repeats = 3 if quick else 9
+    out = {}
+    with np.errstate(all="ignore"):
+        for op in OPS:
+            t64 = median_seconds(lambda op=op: fp64[op](x64, y64), device, repeats)
+            tep = median_seconds(ep[op], device, repeats)
+            out[op] = {"fp64_seconds": t64, "ep_seconds": tep, "speedup": t64 / tep}
+    return {"device": device, "n": n, "ops": out}
+
+
 def run(quick: bool = True, n: int | None = None, seed: int = 2020) -> dict:
     n = n or (2**15 if quick else N_PAPER)
     rng = np.random.default_rng(seed)
@@ -143,7 +183,16 @@ def run(quick: bool = True, n: int | None = None, seed: int = 2020) -> dict:
         },
         "paper_table3_speedup": paper["table3"],
         "seconds_table1": t_table,
+        "table2": table2_speedup(quick, "cuda" if gpu_available() else "cpu", seed),
+        "paper_table2": paper_table2(),
     }
+
+
+def paper_table2() -> dict:
+    """{gpu: {op: speed-up}} of the paper's Table 2, from the anchors CSV."""
+    with open(ANCHORS) as f:
+        rows = list(csv.reader(line for line in f.read().splitlines() if line and not line.startswith("#")))
+    return {r[1]: dict(zip(OPS, (float(v) for v in r[2:6]))) for r in rows if r[0] == "2"}
 
 
 def _g(v):
@@ -177,6 +226,16 @@ def markdown(result: dict) -> str:
         "Paper's Table 3 (GPU speed-up of float-float over FP64 for this loop): "
         + ", ".join(f"{g} {v}" for g, v in result["paper_table3_speedup"].items()) + ".",
     ]
+    if "table2" in result:
+        t2 = result["table2"]
+        where = "this GPU (CuPy FP64 against the dw.cuh kernels)" if t2["device"] == "cuda" else \
+            "this CPU (NumPy FP64 against the NumPy twins; the paper's figures are GPU figures)"
+        lines += ["", "### Warwick 2020, Table 2: speed-up of float-float over FP64 (> 1: float-float faster)", "",
+                  f"{t2['n']} operations, median of repeats, on {where}.", "",
+                  "| device | " + " | ".join(OPS) + " |", "|---|" + "---|" * len(OPS),
+                  "| ours | " + " | ".join(f"{t2['ops'][op]['speedup']:.3g}" for op in OPS) + " |"]
+        for gpu, row in result.get("paper_table2", {}).items():
+            lines.append(f"| {gpu} (paper) | " + " | ".join(f"{row[op]:.3g}" for op in OPS) + " |")
     return "\n".join(lines) + "\n"
 
 

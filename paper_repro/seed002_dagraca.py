@@ -172,7 +172,79 @@ def run(quick: bool = True, n: int | None = None, backend: str = "auto", seed: i
                       "Add22": "max(2^-24 |al+bl|, 2^-44 |a+b|) (Theorem 5)", "Mul22": "2^-44 (Theorem 6)"}[op],
             "seconds": time.perf_counter() - t0,
         })
-    return {"table": "da Graca and Defour 2006, Table 5", "device": device, "cases": n, "seed": seed, "rows": rows}
+    return {"table": "da Graca and Defour 2006, Table 5", "device": device, "cases": n, "seed": seed, "rows": rows,
+            "table3": table3_timing(quick, device, seed)}
+
+
+TABLE3_SIZES = (4096, 16384, 65536, 262144, 1048576)
+TABLE3_COLUMNS = ("Add", "Mul", "Mad", "Add12", "Mul12", "Add22", "Mul22")
+
+
+def table3_timing(quick: bool = True, device: str = "cpu", seed: int = 2006) -> dict:
+    """Table 3-style timing: time of each operator on arrays of each size, normalized to the time of
+    4096 single-precision additions (the paper's unit).  On the GPU: CuPy's float32 ``+ * `` and the
+    kernels of ``expansions/cuda/dw.cuh`` (one thread per number); on the CPU: NumPy and the twins."""
+    from .timing import median_seconds
+
+    rng = np.random.default_rng(seed)
+    sizes = TABLE3_SIZES[:3] if quick else TABLE3_SIZES
+    repeats = 3 if quick else 9
+    if device == "cuda":
+        import cupy as xp
+
+        from expansions.cuda import dw_kernels
+
+        def pair(h, lo):
+            return xp.ascontiguousarray(xp.stack([h, lo], axis=1))
+
+        ops = {
+            "Add12": lambda a, b: dw_kernels.run("dg_add12", a[0], b[0]),
+            "Mul12": lambda a, b: dw_kernels.run("dg_mul12", a[0], b[0]),
+            "Add22": lambda a, b: dw_kernels.run("dg_add22", pair(*a), pair(*b)),
+            "Mul22": lambda a, b: dw_kernels.run("dg_mul22", pair(*a), pair(*b)),
+        }
+    else:
+        xp = np
+        from expansions.dw import cpu as twin
+
+        ops = {
+            "Add12": lambda a, b: twin.dg_add12(a[0], b[0]),
+            "Mul12": lambda a, b: twin.dg_mul12(a[0], b[0]),
+            "Add22": lambda a, b: twin.dg_add22(a[0], a[1], b[0], b[1]),
+            "Mul22": lambda a, b: twin.dg_mul22(a[0], a[1], b[0], b[1]),
+        }
+    seconds = {}
+    for n in sizes:
+        a = [xp.asarray(v) for v in random_floatfloat(n, rng)]
+        b = [xp.asarray(v) for v in random_floatfloat(n, rng)]
+        c = xp.asarray(random_floatfloat(n, rng)[0])
+        seconds[n] = _time_row(a, b, c, ops, device, repeats, median_seconds)
+    unit = seconds[sizes[0]]["Add"]
+    return {"device": device, "unit_seconds": unit, "seconds": seconds,
+            "normalized": {n: {k: v / unit for k, v in row.items()} for n, row in seconds.items()}}
+
+
+def _time_row(a, b, c, ops, device, repeats, median_seconds) -> dict:
+    row = {
+        "Add": median_seconds(lambda: a[0] + b[0], device, repeats),
+        "Mul": median_seconds(lambda: a[0] * b[0], device, repeats),
+        "Mad": median_seconds(lambda: a[0] * b[0] + c, device, repeats),
+    }
+    with np.errstate(all="ignore"):
+        for name, f in ops.items():
+            row[name] = median_seconds(lambda f=f: f(a, b), device, repeats)
+    return row
+
+
+def paper_table3(table: str = "3") -> dict:
+    """{size: {column: normalized time}} of the paper's Table 3 (GPU) or Table 4 (CPU), anchors CSV."""
+    out = {}
+    with open(ANCHORS) as f:
+        rows = [r for r in f if not r.startswith("#")]
+    for r in csv.reader(rows):
+        if r and r[0] == table:
+            out[int(r[1])] = dict(zip(TABLE3_COLUMNS, (float(v) for v in r[2:9])))
+    return out
 
 
 def markdown(result: dict) -> str:
@@ -192,6 +264,18 @@ def markdown(result: dict) -> str:
         ratio = r["max_error_over_bound"]
         lines.append(f"| {r['operation']} | {r['paper_max_error_log2']} | {ours} | {r['bound']} | "
                      f"{'-' if math.isinf(ratio) else f'{ratio:.3g}'} | {'yes' if r['within_bound'] else 'NO'} |")
+    if "table3" in result:
+        t3 = result["table3"]
+        gpu = t3["device"] == "cuda"
+        paper = paper_table3("3" if gpu else "4")
+        where = "this GPU (CuPy and the dw.cuh kernels)" if gpu else "this CPU (NumPy and the twins)"
+        theirs = "Table 3, 7800GTX GPU" if gpu else "Table 4, their CPU"
+        lines += ["", "### da Graça and Defour 2006, Tables 3/4: time normalized to 4096 float additions", "",
+                  f"Measured on {where}, median of repeats; each cell ours / the paper's ({theirs}).", "",
+                  "| size | " + " | ".join(TABLE3_COLUMNS) + " |", "|---|" + "---|" * len(TABLE3_COLUMNS)]
+        for n, row in t3["normalized"].items():
+            ref = paper.get(int(n), {})
+            lines.append(f"| {n} | " + " | ".join(f"{row[c]:.3g} / {ref.get(c, '-')}" for c in TABLE3_COLUMNS) + " |")
     return "\n".join(lines) + "\n"
 
 
