@@ -18,23 +18,15 @@ def gpu_available() -> bool:
 
 def median_seconds(f, device: str = "cpu", repeats: int = 5, warmup: int = 1) -> float:
     """Median wall time of ``f()`` over ``repeats`` calls, after ``warmup`` calls."""
+    if device == "cuda":
+        from bench.gpu import _time  # CUDA events on the current stream, the harness's own timing
+
+        return statistics.median(_time(f, repeats, warmup))
     for _ in range(warmup):
         f()
     out = []
-    if device == "cuda":
-        import cupy
-
-        stream = cupy.cuda.get_current_stream()
-        for _ in range(repeats):
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record(stream)
-            f()
-            stop.record(stream)
-            stop.synchronize()
-            out.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    else:
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            f()
-            out.append(time.perf_counter() - t0)
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        out.append(time.perf_counter() - t0)
     return statistics.median(out)
