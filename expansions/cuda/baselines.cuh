@@ -201,20 +201,6 @@ __device__ __forceinline__ void merge_by_magnitude(const T (&x)[R], const T (&y)
 // ---------------------------------------------------------------------------------------------
 // VecSum and VecSumErrBranch (JMMP 2016; twins: _vec_sum, _vec_sum_err_branch)
 
-// VecSum in place: a 2Sum chain from the last term up; afterwards v[0] is the approximate sum and
-// the sum of v is unchanged (exactly).
-template <class T, int N>
-__device__ __forceinline__ void vec_sum(T (&v)[N]) {
-    T s = v[N - 1];
-#pragma unroll
-    for (int i = N - 2; i >= 0; --i) {
-        const TwoTerms<T> t = two_sum(v[i], s);
-        s = t.hi;
-        v[i + 1] = t.lo;
-    }
-    v[0] = s;
-}
-
 // VecSumErrBranch with 2Sum: from the top, a nonzero error closes an output term; at most R terms
 // (the rest is dropped).  The output index j is data-dependent: every term of r is a select.
 template <class T, int N, int R>

@@ -43,4 +43,19 @@ __device__ __forceinline__ TwoTerms<T> two_prod(T a, T b) {
     return {p, e};
 }
 
+// VecSum in place (Ogita, Rump, Oishi 2005; Algorithm 3 of Joldes et al. 2016): a 2Sum chain from
+// the last term up; afterwards v[0] is the approximate sum and the sum of v is unchanged (exactly).
+// Twins: the VecSum loops of renormalize in expansions/cpu/kernels.py and of expansions/baselines.
+template <class T, int N>
+__device__ __forceinline__ void vec_sum(T (&v)[N]) {
+    T s = v[N - 1];
+#pragma unroll
+    for (int i = N - 2; i >= 0; --i) {
+        const TwoTerms<T> t = two_sum(v[i], s);
+        s = t.hi;
+        v[i + 1] = t.lo;
+    }
+    v[0] = s;
+}
+
 }  // namespace expansions

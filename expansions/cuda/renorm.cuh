@@ -73,14 +73,7 @@ __device__ __forceinline__ TwoTerms<T> renormalize_round(T v, int lane) {
     T e[K];
 #pragma unroll
     for (int i = 0; i < K; ++i) e[i] = shfl<W>(sorted, i);
-    T s = e[K - 1];
-#pragma unroll
-    for (int i = K - 2; i >= 0; --i) {
-        const TwoTerms<T> t = two_sum(e[i], s);
-        s = t.hi;
-        e[i + 1] = t.lo;
-    }
-    e[0] = s;
+    vec_sum(e);
     T mine = T(0);
     int j = 0;
     bool done = false;
