@@ -119,8 +119,9 @@ def cmd_verify(args) -> int:
         return 2
     ops = _strs(args.operations)
     for op in ops:
-        if op not in verify.OPERATIONS:
-            print(f"verify: unknown operation {op!r}; choose from {', '.join(verify.OPERATIONS)}", file=sys.stderr)
+        if op not in verify.ALL_OPERATIONS:
+            print(f"verify: unknown operation {op!r}; choose from {', '.join(verify.ALL_OPERATIONS)}",
+                  file=sys.stderr)
             return 2
     rows = verify.run(_ints(args.terms), _strs(args.dtype), ops, args.samples, args.seed, backend,
                       progress=not args.no_progress)

@@ -12,6 +12,7 @@ when terms approach the underflow threshold (design decision 9).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -94,6 +95,190 @@ def mul_underflow_term(R: int, fmt: Format) -> Fraction:
     return Fraction(R * (R + 1), 2) * fmt.eta
 
 
+# ----------------------------------------------------------------------------------------------
+# Newton iterations: reciprocal, division, square root (any R)
+#
+# The algorithms are in expansions/cpu/newton.py (twins) and expansions/cuda/newton.cuh: the
+# operands are scaled by powers of two so that their leading term lies in [1, 2) (in [1, 4) for the
+# square root), the iteration runs on numbers of order 1 with the number of terms doubling at each
+# step (2, 4, 8, ..., capped at R; CAMPARY's scheme, Joldes, Muller, Popescu, ASAP 2014), every
+# product is the truncated parallel multiplication and every sum the safe parallel addition, each
+# followed by the error-free renormalization, and the result is scaled back.  The bounds below
+# are derived by a first-order-free error recurrence in exact rationals: every step is written
+# as exact Newton plus relative perturbations bounded by the proven bounds of the operations.
+
+
+def _format(fmt) -> Format:
+    """A Format from a Format or a precision p (53: float64, 24: float32, else a tiny format)."""
+    if isinstance(fmt, Format):
+        return fmt
+    from .formats import FLOAT32, FLOAT64, tiny_format
+
+    return {53: FLOAT64, 24: FLOAT32}.get(int(fmt)) or tiny_format(int(fmt))
+
+
+def tail_ratio(p: int) -> Fraction:
+    """d with ``|x - x0| <= d |x0|`` for an ulp-nonoverlapping expansion x (Definition II.2):
+    ``|x_i| <= ulp(x_{i-1}) <= 2**(1-p) |x_{i-1}|``, so the tail is at most ``sum_{i>=1} 2**((1-p)i)``."""
+    t = _pow2(1 - p)
+    return t / (1 - t)
+
+
+def newton_steps(R: int, fmt) -> tuple:
+    """The numbers of terms of the Newton steps, ending with R.
+
+    Exact Newton squares the relative error, so each step could double the number of terms; but the
+    proven bound of the truncated product at r terms (Prop. IV.2) is about ``2**(p-1)`` times
+    ``2**(-(p-1)r)``, so after a step to r terms the proven error is only about that product bound,
+    and squaring it supports about ``2r - 2`` terms, not ``2r``.  Each step therefore goes to the
+    largest r' <= 2r (at least r + 1, at most R) whose product bound is at least the square of the
+    proven error so far (the recurrence of :func:`_reciprocal_scaled`), so that the final proven error
+    is within a few units of the last product's bound.  Pure doubling (2, 4, 8, ...) would prove only
+    about half of the bits: for R = 16, float64, 2**-416 instead of 2**-735.  One sequence per
+    (R, format), shared by the reciprocal, the division and the square root."""
+    fmt = _format(fmt)
+    return _steps_cached(R, fmt)
+
+
+@functools.cache
+def _steps_cached(R: int, fmt: Format) -> tuple:
+    u, d = fmt.u, tail_ratio(fmt.p)
+    eps = (1 + d) * (1 + u) - 1
+    steps, r = [], 1
+    while r < R:
+        nxt = r + 1
+        for c in range(r + 1, min(2 * r, R) + 1):
+            if eps**2 <= _mul_relative(c, fmt):
+                nxt = c
+        r = nxt
+        steps.append(r)
+        eps = _reciprocal_step(eps, r, R, fmt)
+    return tuple(steps)
+
+
+def _reciprocal_step(eps: Fraction, r: int, m: int, fmt: Format) -> Fraction:
+    mu = _mul_relative(r, fmt)
+    alpha, _ = _add_relative(r, fmt)
+    beta = (1 + _truncation(r, m, fmt.p)) * (1 + mu) - 1
+    return (1 + eps**2 + beta * (1 + eps) ** 2) * (1 + alpha) * (1 + mu) - 1
+
+
+def _mul_relative(r: int, fmt: Format) -> Fraction:
+    """Relative error of one truncated product of ulp-nonoverlapping r-term operands of order 1,
+    relative to the exact product: Prop. IV.2 is relative to |x0 y0| <= |x y| / (1 - d)**2; the
+    underflow slack ``mul_underflow_term`` is absolute and the products of the Newton iterations
+    are at least 1/4 in magnitude, hence the 4."""
+    d = tail_ratio(fmt.p)
+    return mul_truncated(r, fmt.p).value / (1 - d) ** 2 + 4 * mul_underflow_term(r, fmt)
+
+
+def _truncation(r: int, m: int, p: int) -> Fraction:
+    """Relative error of an m-term ulp-nonoverlapping expansion cut to its first r terms."""
+    if r >= m:
+        return Fraction(0)
+    t = _pow2(1 - p)
+    return t**r / (1 - t) / (1 - tail_ratio(p))
+
+
+def _scaling(m: int, fmt: Format) -> Fraction:
+    """Relative change of an m-term operand scaled to a leading term in [1, 2) (or [1, 4)): each term
+    is rounded at most twice below the underflow threshold, at most eta each, and the scaled value is
+    at least 1 - d; zero when the scaling is exact (the operand scaled up)."""
+    s = m * fmt.eta / (1 - tail_ratio(fmt.p))
+    return s / (1 - s)
+
+
+def _add_relative(r: int, fmt: Format) -> tuple:
+    b = add_safe(r, fmt.p, n=1, m=r)
+    return b.value, b.hypotheses_hold
+
+
+def _reciprocal_scaled(R: int, m: int, fmt: Format) -> tuple:
+    """Relative error bound of the R-term Newton reciprocal of a scaled m-term operand, and whether
+    the hypotheses of the addition's bound hold.
+
+    Start: ``x = RN(1/a_0)`` with ``a = a_0 (1 + delta)``, ``|delta| <= d`` (0 for one term):
+    ``eps_0 <= (1 + d)(1 + u) - 1``.  Step to r terms, from ``x = (1 + eps)/a``::
+
+        v = mul(a_r, x) = (1 + eps)(1 + beta),   1 + beta = (1 + tau_r)(1 + mu_r)
+        w = add_safe(2, -v) = (1 - eps - beta - eps beta)(1 + alpha_r)
+        x' = mul(x, w) = (1/a)(1 - eps**2 - beta (1 + eps)**2)(1 + alpha_r)(1 + mu_r)
+
+    so ``eps' <= (1 + eps**2 + beta (1 + eps)**2)(1 + alpha_r)(1 + mu_r) - 1``, with tau_r the truncation
+    of a to r terms, mu_r the product bound (:func:`_mul_relative`), alpha_r the safe addition's
+    bound for a 1-term and an r-term input."""
+    u, d = fmt.u, (tail_ratio(fmt.p) if m > 1 else Fraction(0))
+    eps = (1 + d) * (1 + u) - 1
+    holds = True
+    for r in newton_steps(R, fmt):
+        holds = holds and _add_relative(r, fmt)[1]
+        eps = _reciprocal_step(eps, r, m, fmt)
+    return eps, holds
+
+
+def newton_underflow_term(R: int, fmt) -> Fraction:
+    """Absolute slack of the Newton operations: scaling the R-term result back from order 1 rounds
+    each term at most twice when it falls below the underflow threshold, at most eta each."""
+    return R * _format(fmt).eta
+
+
+def reciprocal(R: int, fmt, m: int | None = None) -> Bound:
+    """Newton reciprocal of an m-term (default R) ulp-nonoverlapping expansion a, R terms out:
+    ``|1/a - x| <= value * |1/a| + newton_underflow_term(R, fmt)``.  See :func:`_reciprocal_scaled`;
+    the scaling of the input adds :func:`_scaling`."""
+    fmt = _format(fmt)
+    m = R if m is None else m
+    eps, holds = _reciprocal_scaled(R, m, fmt)
+    value = (1 + eps) * (1 + _scaling(m, fmt)) - 1
+    return Bound(value, "|1/a|", "Newton iteration, error recurrence of expansions.bounds._reciprocal_scaled",
+                 holds, "plus newton_underflow_term(R) absolute")
+
+
+def div(R: int, fmt, m: int | None = None, n: int | None = None) -> Bound:
+    """x / y with n-term x and m-term y (default R; m = 1: division by a float), R terms out:
+    ``q = mul(x, reciprocal(y))``, so ``|x/y - q| <= value * |x/y| + newton_underflow_term(R, fmt)``
+    with ``value = (1 + eps_recip)(1 + mu_R)(1 + s_x)(1 + s_y) - 1`` (s: the input scalings).
+    Proven for n <= R (an x of more terms is truncated by the product)."""
+    fmt = _format(fmt)
+    m = R if m is None else m
+    n = R if n is None else n
+    eps, holds = _reciprocal_scaled(R, m, fmt)
+    value = (1 + eps) * (1 + _mul_relative(R, fmt)) * (1 + _scaling(n, fmt)) * (1 + _scaling(m, fmt)) - 1
+    return Bound(value, "|x/y|", "Newton reciprocal and truncated product (expansions.bounds.div)",
+                 holds and n <= R, "plus newton_underflow_term(R) absolute" + ("" if n <= R else "; n > R"))
+
+
+def sqrt(R: int, fmt, m: int | None = None) -> Bound:
+    """Square root of an m-term (default R) ulp-nonoverlapping a >= 0, R terms out, by the Newton
+    iteration for 1/sqrt(a) then a product: ``|sqrt(a) - s| <= value * sqrt(a) + newton_underflow_term``.
+
+    Start: ``y = RN(1/RN(sqrt(a_0)))``: ``eps_0 <= (1 + d)(1 + u)/(1 - u) - 1``.  Step to r terms, from
+    ``y = (1 + eps)/sqrt(a)``::
+
+        v = mul(mul(a_r, y), y) = (1 + eps)**2 (1 + beta),  1 + beta = (1 + tau_r)(1 + mu_r)**2
+        y' = mul(y, add_safe(3, -v)) / 2
+           = (1/sqrt(a))(1 - 3/2 eps**2 - 1/2 eps**3 - 1/2 beta (1 + eps)**3)(1 + alpha_r)(1 + mu_r)(1 + rho_r)
+
+    with rho_r = r eta (the halving, inexact only below the underflow threshold, relative to
+    |y'| >= 1/2); then ``s = mul(a, y)``: ``(1 + eps_R)(1 + mu_R)(1 + s_a) - 1``."""
+    fmt = _format(fmt)
+    m = R if m is None else m
+    u, d = fmt.u, (tail_ratio(fmt.p) if m > 1 else Fraction(0))
+    eps = (1 + d) * (1 + u) / (1 - u) - 1
+    holds = True
+    for r in newton_steps(R, fmt):
+        mu = _mul_relative(r, fmt)
+        alpha, ok = _add_relative(r, fmt)
+        holds = holds and ok
+        beta = (1 + _truncation(r, m, fmt.p)) * (1 + mu) ** 2 - 1
+        rho = r * fmt.eta
+        eps = ((1 + Fraction(3, 2) * eps**2 + eps**3 / 2 + beta * (1 + eps) ** 3 / 2)
+               * (1 + alpha) * (1 + mu) * (1 + rho) - 1)
+    value = (1 + eps) * (1 + _mul_relative(R, fmt)) * (1 + _scaling(m, fmt)) - 1
+    return Bound(value, "sqrt(a)", "Newton iteration for 1/sqrt(a), error recurrence of expansions.bounds.sqrt",
+                 holds, "plus newton_underflow_term(R) absolute")
+
+
 def ulp_nonoverlapping(values, fmt: Format) -> bool:
     """Definition II.2: the nonzero terms v satisfy ``|v_i| <= ulp(v_{i-1})`` (zeros are skipped)."""
     from .reference.fp import exact, ulp
@@ -115,3 +300,77 @@ def ordered(values) -> bool:
 
     mags = [abs(exact(v)) for v in values if exact(v) != 0]
     return all(a >= b for a, b in zip(mags, mags[1:]))
+
+
+# reductions
+
+
+def _tree_height(n: int) -> int:
+    """Height of the canonical pairwise tree of n leaves: ceil(log2 n), 0 for n <= 1."""
+    return (int(n) - 1).bit_length() if n > 1 else 0
+
+
+def sum_tree(n: int, R: int, p: int) -> Bound:
+    """Sum of n R-term expansions by the canonical pairwise tree of :mod:`expansions.reduce` (adjacent
+    pairs, odd last carried; node(a, b) = renormalize(add_safe(a, b, R), R)), relative to sum |x_i|:
+
+        |sum_i x_i - S| <= ((1 + e)**h - 1) * sum_i |x_i|,   e = add_safe(R, p).value,  h = ceil(log2 n).
+
+    Proof.  The renormalization of R terms into R terms is error-free (every VecSum and
+    VecSumErrBranch step is a 2Sum, and R input terms never fill more than R outputs), and its output
+    is ulp-nonoverlapping, so every node adds two ulp-nonoverlapping R-term expansions (the inputs x_i
+    by hypothesis) and, by Prop. III.1, computes a + b + delta_v with |delta_v| <= e |a + b|, a and b
+    the exact values of its children.  A node v of level t (1..h) covers a set I_v of inputs, and by
+    induction on t, |value(v)| <= (1 + e)**t sum_{i in I_v} |x_i|: its children are of levels < t (a
+    carried element keeps its value), so |a + b| <= (1 + e)**(t-1) sum_{I_v} |x_i| and
+    |delta_v| <= e (1 + e)**(t-1) sum_{I_v} |x_i|.  The result is sum_i x_i + sum_v delta_v exactly;
+    the nodes of one level cover disjoint sets of inputs, so level t contributes at most
+    e (1 + e)**(t-1) sum_i |x_i|, and the levels 1..h add up to ((1 + e)**h - 1) sum_i |x_i|.
+    n <= 1: no node, no error.  2Sum is exact on subnormals, so no absolute underflow term; the
+    hypotheses of Prop. III.1 are those of :func:`add_safe` (they fail for float32 with R > 20), and
+    the result must not overflow."""
+    base = add_safe(R, p)
+    h = _tree_height(n)
+    value = (1 + base.value) ** h - 1
+    return Bound(value, "sum |x_i|",
+                 "Collange et al. 2016, Prop. III.1 at each node of the pairwise tree (height ceil(log2 n))",
+                 base.hypotheses_hold, base.note or "inputs ulp-nonoverlapping")
+
+
+def dot(n: int, R: int, p: int) -> Bound:
+    """Dot product of n pairs of R-term expansions by :mod:`expansions.reduce` (each element
+    renormalize(mul_truncated(x_i, y_i, R), R), then the tree of :func:`sum_tree`), relative to
+    sum |x_i y_i|:
+
+        |sum_i x_i y_i - D| <= ((1 + mu) (1 + e)**h - 1) * sum_i |x_i y_i|,
+        mu = mul_truncated(R, p).value / c**2,   c = 1 - 2**(1-p) / (1 - 2**(1-p)),
+        e = add_safe(R, p).value,   h = ceil(log2 n).
+
+    Proof.  Prop. IV.2 bounds the product error by m |x_0 y_0| (m = mul_truncated(R, p).value).  For an
+    ulp-nonoverlapping x whose nonzero terms are normal (except possibly its last nonzero term), the
+    k-th nonzero term after x_0 is at most 2**((1-p)k) |x_0| (ulp(v) <= 2**(1-p) |v| for normal v), so
+    |x - x_0| <= |x_0| 2**(1-p) / (1 - 2**(1-p)) and |x| >= c |x_0|; with the same for y,
+    |x_0 y_0| <= |x y| / c**2.  So each renormalized product (the renormalization is error-free) is
+    p_i = x_i y_i (1 + theta_i), |theta_i| <= mu, |p_i| <= (1 + mu) |x_i y_i|, and it is
+    ulp-nonoverlapping.  The tree of :func:`sum_tree` on the p_i errs by at most
+    ((1 + e)**h - 1) sum |p_i| <= ((1 + e)**h - 1)(1 + mu) sum |x_i y_i|; adding the products' errors,
+    mu sum |x_i y_i|, gives the bound.  Near the underflow threshold add :func:`dot_underflow_term`."""
+    base = add_safe(R, p)
+    t = _pow2(1 - p)
+    c = 1 - t / (1 - t)
+    mu = mul_truncated(R, p).value / c**2
+    h = _tree_height(n)
+    value = (1 + mu) * (1 + base.value) ** h - 1
+    note = "inputs ulp-nonoverlapping with normal terms (but the last nonzero); plus dot_underflow_term absolute"
+    return Bound(value, "sum |x_i y_i|",
+                 "Collange et al. 2016, Prop. IV.2 per product and Prop. III.1 at each node of the pairwise tree",
+                 base.hypotheses_hold, base.note or note)
+
+
+def dot_underflow_term(n: int, R: int, fmt: Format) -> Fraction:
+    """Absolute slack of :func:`dot` near the underflow threshold: each of the n products may lose
+    :func:`mul_underflow_term` (the library's accounting, design decision 9), and that absolute error
+    of a leaf goes through the tree like its value, growing by at most (1 + e)**h (e, h as in
+    :func:`sum_tree`): ``n * mul_underflow_term(R, fmt) * (1 + e)**h``."""
+    grow = (1 + add_safe(R, fmt.p).value) ** _tree_height(n)
+    return n * mul_underflow_term(R, fmt) * grow

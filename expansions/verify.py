@@ -11,7 +11,11 @@ its exact error exceeds the proven bound for that case:
 * ``add_fast``: no bound (the row shows the observed error only);
 * ``mul``: ``|xy - pi| <= B |x0 y0| + R(R+1)/2 * eta`` (Prop. IV.2 plus the underflow term of
   :func:`expansions.bounds.mul_underflow_term`);
-* ``renormalize``: error-free (bound 0) for R-term input, and the output ulp-nonoverlapping.
+* ``renormalize``: error-free (bound 0) for R-term input, and the output ulp-nonoverlapping;
+* ``div``, ``reciprocal``, ``sqrt`` (Newton iterations, :mod:`expansions.cpu.newton`):
+  ``|exact - q| <= B |exact| + R eta`` (:func:`expansions.bounds.div`, ``reciprocal``, ``sqrt``, plus
+  :func:`expansions.bounds.newton_underflow_term`); the square root's check is decided exactly by
+  comparing squares.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from .reference.exact import exact_rows
 from .reference.fp import round_fraction, to_float
 
 OPERATIONS = ("add_safe", "add_fast", "mul", "renormalize")
+NEWTON_OPERATIONS = ("div", "reciprocal", "sqrt")
+ALL_OPERATIONS = OPERATIONS + NEWTON_OPERATIONS
 
 
 @dataclass
@@ -138,7 +144,9 @@ def verify_one(op: str, R: int, dtype: str, samples: int, seed: int, backend: st
     fmt = format_of(dtype)
     p = fmt.p
     row = Row(op, R, dtype, backend)
-    rng = np.random.default_rng([seed, R, p, OPERATIONS.index(op)])
+    rng = np.random.default_rng([seed, R, p, ALL_OPERATIONS.index(op)])
+    if op in NEWTON_OPERATIONS:
+        return _verify_newton(op, R, dtype, samples, rng, backend, row, t0)
     x, y = families(samples, R, dtype, rng, op)
     be, to_dev = _backend(backend)
     with np.errstate(all="ignore"):
@@ -237,6 +245,75 @@ def verify_one(op: str, R: int, dtype: str, samples: int, seed: int, backend: st
                 row.property_violations += 1
     row.max_error_log2 = _log2(worst_err)
     row.max_ratio_log2 = _log2(worst_ratio) if worst_ratio else (-math.inf if bound is not None else None)
+    row.seconds = time.perf_counter() - t0
+    return row
+
+
+def _newton_inputs(op, x, y):
+    if op == "div":
+        return (x, y)
+    if op == "reciprocal":
+        return (y,)
+    return (np.ascontiguousarray(np.where(x[:, :1] < 0, -x, x)),)  # sqrt: nonnegative radicands
+
+
+def _verify_newton(op, R, dtype, samples, rng, backend, row, t0):
+    """div, reciprocal, sqrt: exact errors against bounds.div / reciprocal / sqrt + R eta."""
+    import mpmath
+
+    from .cpu import newton as twin
+
+    fmt = format_of(dtype)
+    x, y = families(samples, R, dtype, rng, op)
+    inp = _newton_inputs(op, x, y)
+    with np.errstate(all="ignore"):
+        if backend == "cpu":
+            out = getattr(twin, op)(*inp, R)
+        else:
+            import cupy
+
+            from .cuda import launch
+
+            out = getattr(launch, "newton_" + op)(*[cupy.asarray(a) for a in inp], R).get()
+    ok = _valid(out) & (out[:, 0] != 0)
+    for a in inp:
+        ok &= _valid(a) & (a[:, 0] != 0)
+    row.nonfinite_cases = int((~ok).sum())
+    idx = np.flatnonzero(ok)
+    row.cases = int(idx.size)
+    bound = {"div": B.div, "reciprocal": B.reciprocal, "sqrt": B.sqrt}[op](R, fmt)
+    slack = B.newton_underflow_term(R, fmt)
+    row.bound_log2, row.bound_relative_to = bound.log2, bound.relative_to
+    row.bound_hypotheses_hold, row.underflow_term = bound.hypotheses_hold, True
+    row.note = (bound.note + "; " if bound.note else "") + "inputs with a zero or non-finite term left out"
+    ex_out = exact_rows(out[idx])
+    ex_in = [exact_rows(a[idx]) for a in inp]
+    worst_err, worst_ratio = -math.inf, -math.inf
+    for k, i in enumerate(idx):
+        got = ex_out[k]
+        if op == "sqrt":
+            a = ex_in[0][k]
+            hi, lo, b = got - slack, got + slack, bound.value
+            bad = (hi > 0 and hi * hi > (1 + b) ** 2 * a) or lo < 0 or lo * lo < (1 - b) ** 2 * a
+            with mpmath.workprec(2 * R * fmt.p + 64):
+                root = mpmath.sqrt(mpmath.mpf(a.numerator) / a.denominator)
+                err = abs(mpmath.mpf(got.numerator) / got.denominator - root)
+                rel = float(mpmath.log(err / root, 2)) if err else -math.inf
+                ratio = float(mpmath.log(err / (root * mpmath.mpf(b.numerator) / b.denominator + mpmath.mpf(
+                    slack.numerator) / slack.denominator), 2)) if err else -math.inf
+        else:
+            exact = ex_in[0][k] / ex_in[1][k] if op == "div" else 1 / ex_in[0][k]
+            err = abs(exact - got)
+            case_bound = bound.value * abs(exact) + slack
+            bad = err > case_bound
+            rel = _log2(err / abs(exact))
+            ratio = _log2(err / case_bound)
+        if bad:
+            row.violations += 1
+            if not row.counterexample:
+                row.counterexample = _case(inp, out, i)
+        worst_err, worst_ratio = max(worst_err, rel), max(worst_ratio, ratio)
+    row.max_error_log2, row.max_ratio_log2 = worst_err, worst_ratio
     row.seconds = time.perf_counter() - t0
     return row
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import expansions as ex
+from expansions import bounds
 from expansions.reference.exact import exact_rows
 
 PI50 = "3.14159265358979323846264338327950288419716939937510"
@@ -230,7 +231,8 @@ def test_r2_defaults_and_double_word_methods():
     assert all(abs(a - abs(b)) <= Fraction(4, 2**104) * abs(b) for a, b in zip(s.to_fraction(), fx))
     assert float(ex.sqrt(ex.array(-1, terms=2))) != float(ex.sqrt(ex.array(-1, terms=2)))  # NaN
     assert float(ex.array(1, terms=2) / 0) == math.inf and float(ex.array(-1, terms=2) / 0) == -math.inf
-    with pytest.raises(NotImplementedError):
-        ex.array(1, terms=3) / 2
+    assert (ex.array(1, terms=3) / 2).to_fraction() == Fraction(1, 2)  # Newton division for R != 2
+    q = ex.div(x, y, method="newton")  # also selectable at R = 2
+    assert all(abs(g - e) <= bounds.div(2, 53).value * abs(e) for g, e in zip(q.to_fraction(), fx / fy))
     with pytest.raises(ValueError, match="needs R = 2"):
         ex.mul(ex.array(1, terms=4), 2, method="dw_times_dw1")

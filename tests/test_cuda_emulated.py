@@ -22,6 +22,7 @@ import pytest
 
 from expansions.baselines import cpu as baseline_twin
 from expansions.cpu import kernels as twin
+from expansions.cpu import newton as newton_twin
 from expansions.cuda import build as B
 from expansions.generate import random_terms
 
@@ -34,9 +35,22 @@ KINDS = ("random", "ulp_zero_same", "cancel", "sterbenz", "arbitrary", "nonfinit
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
 
 
+#: The Newton kernels (several products and renormalizations per step: g++ and the emulator are slow
+#: on them, so fewer sizes), with divisors and radicands of one term (division/square root of a float).
+NEWTON_RS = (2, 3, 5, 8)
+NEWTON_MIXED = {"NMR": ((3, 1, 2), (5, 7, 3), (4, 1, 5), (8, 8, 4)), "NR": ((1, 0, 4), (3, 0, 2), (8, 0, 5))}
+
+
 def instances():
     out = []
     for op, info in B.OPERATIONS.items():
+        if info.params == "RC":  # the reductions: tests/test_reduce_emulated.py
+            continue
+        if info.newton:
+            for dt in B.CTYPES:
+                out += [B.instance(op, dt, R) for R in NEWTON_RS]
+                out += [B.instance(op, dt, R, N, M if M else None) for N, M, R in NEWTON_MIXED[info.params]]
+            continue
         for dt in B.CTYPES:
             out += [B.instance(op, dt, R) for R in ((info.terms,) if info.terms else RS)]
             if info.params == "NMR":
@@ -86,6 +100,9 @@ def twin_of(inst, x, y):
     if info.mapping == "thread":  # baselines: the AoS twin (the SoA kernel's result is transposed back)
         f = getattr(baseline_twin, inst.op.removesuffix("_soa"))
         return f(x, y) if info.terms else f(x, y, inst.R)
+    if info.newton:
+        f = getattr(newton_twin, inst.op.removeprefix("newton_"))
+        return f(x, inst.R) if info.operands == 1 else f(x, y, inst.R)
     f = getattr(twin, inst.op)
     if inst.op == "negate":
         return f(x)
@@ -137,6 +154,8 @@ def inputs(inst, count, rng, kind):
         y = np.ascontiguousarray(x[:, :m] * rng.choice(np.array([-1.0, 1.0], dtype=dt), size=(count, m)))
     elif kind == "shuffled":
         x = np.take_along_axis(x, rng.permuted(np.tile(np.arange(n), (count, 1)), axis=1), 1)
+    if inst.op == "newton_sqrt" and kind not in ("nonfinite", "zeros"):  # mostly nonnegative radicands
+        x = np.where(rng.random((count, 1)) < 0.9, np.copysign(np.ones_like(x[:, :1]), x[:, :1]), 1) * x
     return np.ascontiguousarray(x), (np.ascontiguousarray(y) if info.operands == 2 else None)
 
 
@@ -144,7 +163,7 @@ def _bits(a):
     return a.view(np.uint64 if a.dtype == np.float64 else np.uint32)
 
 
-@pytest.mark.parametrize("op", list(B.OPERATIONS))
+@pytest.mark.parametrize("op", [op for op, info in B.OPERATIONS.items() if info.params != "RC"])
 def test_emulated_kernels_equal_twins(lib, op):
     rng = np.random.default_rng(list(B.OPERATIONS).index(op))
     failures = []

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..formats import canonical_dtype, group_width
+from ..formats import canonical_dtype, format_of, group_width
 
 CUDA_DIR = Path(__file__).resolve().parent
 ENTRY = "kernels.cu"
@@ -47,7 +47,9 @@ class Operation:
 
     ``params`` names its integer template parameters after the term type: ``NMR`` for binary
     operations on N- and M-term inputs with R-term output, ``NR`` for unary ones, ``R`` for those whose
-    inputs and output all have R terms, ``""`` for kernels of a fixed number of terms (``terms``).
+    inputs and output all have R terms, ``""`` for kernels of a fixed number of terms (``terms``),
+    ``RC`` for the reductions of ``reduce.cuh`` (R terms, chunks of C elements per lane group; their
+    arguments are those of ``expansions.cuda.reduce_launch``, not ``(inputs, out, count)``).
     ``operands`` is the number of input arrays.  ``mapping`` says how threads map to expansions:
     ``"group"``, a group of W lanes per expansion (decision 2); ``"term"``, one thread per term;
     ``"thread"``, one thread per expansion (the sequential baselines).  ``layout`` is ``"aos"`` for
@@ -61,7 +63,14 @@ class Operation:
     layout: str = "aos"
     terms: int | None = None
     resource_rs: tuple | None = None
+    newton: bool = False  # template parameters end with the step sizes of bounds.newton_steps(R)
 
+
+#: R values of the resource check of the Newton kernels, on sm_90 and on the other architectures
+#: (each kernel inlines several products and renormalizations per step, and R = 32 takes NVRTC
+#: about 40 s: the loader compiles any R on demand; R = 32 uses about 150 registers, no spills).
+NEWTON_R = (2, 3, 4, 8, 16)
+NEWTON_R_OTHER_ARCHS = (2, 4)
 
 #: R values of the reduced resource check on the older architectures, and of the sequential
 #: baselines on every architecture (their code grows with R^2; the benchmarks use 2, 4, 8, 16, 32).
@@ -87,8 +96,13 @@ OPERATIONS = {
         Operation("add_fast", "NMR", 2),
         Operation("sub_fast", "NMR", 2),
         Operation("mul_truncated", "NMR", 2),
+        Operation("newton_reciprocal", "NR", 1, resource_rs=NEWTON_R, newton=True),
+        Operation("newton_div", "NMR", 2, resource_rs=NEWTON_R, newton=True),
+        Operation("newton_sqrt", "NR", 1, resource_rs=NEWTON_R, newton=True),
         Operation("renormalize", "NR", 1),
         Operation("negate", "R", 1, mapping="term"),
+        Operation("reduce_sum", "RC", 1, resource_rs=SUBSET_R),
+        Operation("reduce_dot", "RC", 2, resource_rs=SUBSET_R),
         *_baseline_operations(),
     )
 }
@@ -101,18 +115,25 @@ MIXED_SIZES = ((2, 4, 4), (4, 2, 8), (8, 8, 4), (1, 3, 2), (16, 8, 32))
 class Instance:
     """One template instance: operation, term dtype name, input sizes N and M, output size R.
 
-    Operations without an ``M`` parameter have M = 0; those without ``N`` have N = R."""
+    Operations without an ``M`` parameter have M = 0; those without ``N`` have N = R.  ``C`` is the
+    chunk size of the reductions (params ``RC``), 0 for the other operations."""
 
     op: str
     dtype: str
     N: int
     M: int
     R: int
+    C: int = 0
 
     @property
     def name_expression(self) -> str:
-        params = {"NMR": (self.N, self.M, self.R), "NR": (self.N, self.R), "R": (self.R,), "": ()}
+        params = {"NMR": (self.N, self.M, self.R), "NR": (self.N, self.R), "R": (self.R,), "": (),
+                  "RC": (self.R, self.C)}
         ints = params[OPERATIONS[self.op].params]
+        if OPERATIONS[self.op].newton:
+            from ..bounds import newton_steps
+
+            ints = ints + newton_steps(self.R, format_of(self.dtype))
         return f"expansions::{self.op}<{', '.join([CTYPES[self.dtype], *map(str, ints)])}>"
 
     @property
@@ -121,9 +142,16 @@ class Instance:
         return group_width(max(self.N, self.M, self.R))
 
 
-def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None) -> Instance:
+#: Chunk size (elements per lane group and pass) of a reduction instance when none is given.
+DEFAULT_CHUNK = 32
+#: Largest chunk size of the reductions.
+MAX_CHUNK = 1024
+
+
+def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None, C: int | None = None) -> Instance:
     """The instance of ``op`` for term ``dtype``, output R and inputs N (and M), default R.  A kernel of
-    a fixed number of terms accepts only that R."""
+    a fixed number of terms accepts only that R.  The reductions (params ``RC``) take a chunk size C,
+    a power of two in 2..:data:`MAX_CHUNK` (default :data:`DEFAULT_CHUNK`)."""
     if op not in OPERATIONS:
         raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)}")
     dt = canonical_dtype(dtype).name
@@ -136,20 +164,30 @@ def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None)
     for name, k in (("R", R), ("N", N)) + ((("M", M),) if params == "NMR" else ()):
         if not 1 <= k <= 32:
             raise ValueError(f"{op}: {name} = {k} is outside 1..32")
-    return Instance(op, dt, N, M, R)
+    if params != "RC":
+        if C is not None:
+            raise ValueError(f"{op}: has no chunk size C")
+        return Instance(op, dt, N, M, R)
+    C = DEFAULT_CHUNK if C is None else int(C)
+    if not (2 <= C <= MAX_CHUNK and C & (C - 1) == 0):
+        raise ValueError(f"{op}: the chunk size C = {C} is not a power of two in 2..{MAX_CHUNK}")
+    return Instance(op, dt, N, M, R, C)
 
 
 def resource_instances(arch: str) -> list[Instance]:
     """Instances of the resource check: on sm_90 every operation, both term dtypes, every R in
     2..32 with N = M = R, and :data:`MIXED_SIZES`; on other architectures R in :data:`SUBSET_R`.
-    Fixed-size kernels: their number of terms; operations with ``resource_rs``: those R."""
+    Fixed-size kernels: their number of terms; operations with ``resource_rs``: those R; the Newton
+    kernels: :data:`NEWTON_R` on sm_90, :data:`NEWTON_R_OTHER_ARCHS` elsewhere, no mixed sizes."""
     rs = range(2, 33) if arch == "sm_90" else SUBSET_R
     out = []
     for op, info in OPERATIONS.items():
         op_rs = (info.terms,) if info.terms else (info.resource_rs or rs)
+        if info.newton and arch != "sm_90":
+            op_rs = NEWTON_R_OTHER_ARCHS
         for dtype in CTYPES:
             out += [instance(op, dtype, R) for R in op_rs]
-            if info.params in ("NMR", "NR"):
+            if info.params in ("NMR", "NR") and not info.newton:
                 out += [instance(op, dtype, R, N, M) for N, M, R in MIXED_SIZES]
     return sorted(set(out), key=lambda i: (list(OPERATIONS).index(i.op), list(CTYPES).index(i.dtype), i.R, i.N, i.M))
 

@@ -10,11 +10,6 @@
 
 namespace expansions {
 
-__device__ __forceinline__ double div_rn(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ double sqrt_rn(double a) { return __dsqrt_rn(a); }
-__device__ __forceinline__ float sqrt_rn(float a) { return __fsqrt_rn(a); }
-
 // Dekker's Fast2Sum: hi = RN(a+b), lo = a+b-hi exactly when |a| >= |b|.  Twin: fast_two_sum.
 template <class T>
 __device__ __forceinline__ TwoTerms<T> fast_two_sum(T a, T b) {

@@ -14,6 +14,8 @@
 #include "add.cuh"
 #include "baselines.cuh"
 #include "mul.cuh"
+#include "newton.cuh"
+#include "reduce.cuh"
 #include "renorm.cuh"
 
 namespace expansions {
@@ -74,6 +76,64 @@ __global__ void mul_truncated(const T* __restrict__ x, const T* __restrict__ y, 
     constexpr int W = group_width(max3(N, M, R));
     binary_kernel_body<T, N, M, R, false>(x, y, out, count, [](T a, T b, int lane) {
         return mul_truncated_group<T, N, M, R, W>(a, b, lane);
+    });
+}
+
+// 1/a in R terms by Newton iterations (newton.cuh); STEPS: expansions.bounds.newton_steps(R).
+// Twin: expansions.cpu.newton.reciprocal.
+template <class T, int N, int R, int... STEPS>
+__global__ void newton_reciprocal(const T* __restrict__ a, T* __restrict__ out, long long count) {
+    constexpr int W = group_width(N > R ? N : R);
+    for_each_group<W>(count, [&](long long index, bool valid, int lane) {
+        const T al = load_term<N>(a, index, valid, lane);
+        const T a0 = shfl<W>(al, 0);
+        const int k = -leading_exponent(a0);
+        const T as = scale(al, k);
+        const T as0 = shfl<W>(as, 0);  // every lane shuffles
+        const T x0 = lane == 0 ? div_rn(T(1), as0) : T(0);
+        const T x = newton_reciprocal_steps<T, N, W, 1, STEPS...>(as, x0, lane);
+        const T r = newton_finish<T, R, W>(scale(x, k), div_rn(T(1), a0), lane, operand_status<N, W>(al));
+        store_term<R>(out, index, valid, lane, r);
+    });
+}
+
+// x / y in R terms, as x * (1/y) (newton.cuh).  Twin: expansions.cpu.newton.div.
+template <class T, int N, int M, int R, int... STEPS>
+__global__ void newton_div(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count) {
+    constexpr int W = group_width(max3(N, M, R));
+    for_each_group<W>(count, [&](long long index, bool valid, int lane) {
+        const T xl = load_term<N>(x, index, valid, lane);
+        const T yl = load_term<M>(y, index, valid, lane);
+        const T x0 = shfl<W>(xl, 0);
+        const T y0 = shfl<W>(yl, 0);
+        const int kx = -leading_exponent(x0);
+        const int ky = -leading_exponent(y0);
+        const T ys = scale(yl, ky);
+        const T ys0 = shfl<W>(ys, 0);
+        const T z0 = lane == 0 ? div_rn(T(1), ys0) : T(0);
+        const T z = newton_reciprocal_steps<T, M, W, 1, STEPS...>(ys, z0, lane);
+        const T q = renormalize_group<T, R, R, W>(mul_truncated_group<T, N, R, R, W>(scale(xl, kx), z, lane), lane);
+        const T r = newton_finish<T, R, W>(scale(q, ky - kx), div_rn(x0, y0), lane, operand_status<N, W>(xl),
+                                           operand_status<M, W>(yl));
+        store_term<R>(out, index, valid, lane, r);
+    });
+}
+
+// sqrt(a) in R terms, as a * (1/sqrt(a)) (newton.cuh).  Twin: expansions.cpu.newton.sqrt.
+template <class T, int N, int R, int... STEPS>
+__global__ void newton_sqrt(const T* __restrict__ a, T* __restrict__ out, long long count) {
+    constexpr int W = group_width(N > R ? N : R);
+    for_each_group<W>(count, [&](long long index, bool valid, int lane) {
+        const T al = load_term<N>(a, index, valid, lane);
+        const T a0 = shfl<W>(al, 0);
+        const int half = leading_exponent(a0) >> 1;
+        const T s = scale(al, -2 * half);
+        const T s0 = shfl<W>(s, 0);
+        const T y0 = lane == 0 ? div_rn(T(1), sqrt_rn(s0)) : T(0);
+        const T y = newton_rsqrt_steps<T, N, W, 1, STEPS...>(s, y0, lane);
+        const T q = renormalize_group<T, R, R, W>(mul_truncated_group<T, N, R, R, W>(s, y, lane), lane);
+        const T r = newton_finish<T, R, W>(scale(q, half), sqrt_rn(a0), lane, operand_status<N, W>(al));
+        store_term<R>(out, index, valid, lane, r);
     });
 }
 

@@ -47,6 +47,32 @@ def mul_truncated(x, y, R):
     return _binary("mul_truncated", x, y, R)
 
 
+def newton_reciprocal(x, R):
+    """1/x in R terms by Newton iterations.  Twin: ``cpu.newton.reciprocal``."""
+    return _unary("newton_reciprocal", x, R)
+
+
+def newton_div(x, y, R):
+    """x/y in R terms, x times the Newton reciprocal of y (y may have one term: division by a float).
+    Twin: ``cpu.newton.div``."""
+    return _binary("newton_div", x, y, R)
+
+
+def newton_sqrt(x, R):
+    """sqrt(x) in R terms by the Newton iteration for 1/sqrt(x).  Twin: ``cpu.newton.sqrt``."""
+    return _unary("newton_sqrt", x, R)
+
+
+def _unary(op, x, R):
+    cp = _cupy()
+    R = check_terms(R)
+    _check_array(x, "x")
+    count, n = x.shape
+    out = cp.empty((count, R), dtype=x.dtype)
+    _launch(build.instance(op, x.dtype, R, N=n), count, (x, out))
+    return out
+
+
 def renormalize(x, R):
     """x renormalized to R ulp-nonoverlapping terms.  Twin: ``cpu.kernels.renormalize``."""
     cp = _cupy()
@@ -239,5 +265,6 @@ BASELINE_LAUNCHERS = (
     "certified_mul",
 )
 
-__all__ = ["add_safe", "add_fast", "sub_safe", "sub_fast", "mul_truncated", "renormalize", "negate",
+__all__ = ["add_safe", "add_fast", "sub_safe", "sub_fast", "mul_truncated", "newton_reciprocal", "newton_div",
+           "newton_sqrt", "renormalize", "negate",
            *BASELINE_LAUNCHERS, *(f"{name}_soa" for name in BASELINE_LAUNCHERS)]

@@ -179,6 +179,55 @@ def fma(a, b, c, fmt: Format):
     return round_fraction(a * b, fmt)
 
 
+def div(a, b, fmt: Format):
+    """RN(a / b) with IEEE special values."""
+    negative = sign_bit(a) != sign_bit(b)
+    if is_nan(a) or is_nan(b):
+        return NAN
+    a_inf = type(a) is float and math.isinf(a)
+    b_inf = type(b) is float and math.isinf(b)
+    if a_inf and b_inf or is_zero(a) and is_zero(b):
+        return NAN
+    if a_inf or is_zero(b):
+        return -INF if negative else INF
+    if b_inf or is_zero(a):
+        return -0.0 if negative else 0.0
+    return round_fraction(a / b, fmt)
+
+
+def sqrt(a, fmt: Format):
+    """RN(sqrt(a)) with IEEE special values: sqrt(-0) = -0, a negative number gives NaN.
+
+    The candidate from a high-precision mpmath square root is corrected by comparing the exact
+    squares of the midpoints to its neighbours with a."""
+    if is_nan(a) or (type(a) is float and a < 0) or (type(a) is Fraction and a < 0):
+        return NAN
+    if type(a) is float:  # +-0, +inf
+        return a
+    import mpmath
+
+    from .exact import fraction_from_mpf, mpf_from_fraction
+
+    with mpmath.workprec(fmt.p + 96):
+        c = round_fraction(fraction_from_mpf(mpmath.sqrt(mpf_from_fraction(a))), fmt)
+    for _ in range(4):
+        u = ulp(c, fmt)
+        up = c + u
+        down = c - (u / 2 if _is_pow2(c) and c > fmt.smallest_normal else u)  # the float below c
+        if a > ((c + up) / 2) ** 2:
+            c = up
+        elif a < ((c + down) / 2) ** 2:
+            c = down
+        else:
+            return c
+    raise ArithmeticError("sqrt: no convergence")  # pragma: no cover
+
+
+def _is_pow2(q: Fraction) -> bool:
+    n, d = q.numerator, q.denominator
+    return n & (n - 1) == 0 and d & (d - 1) == 0
+
+
 def ulp(a, fmt: Format) -> Fraction:
     """Goldberg's ulp of a finite value: ``2**(e - p + 1)``, subnormal quantum for tiny values."""
     q = abs(exact(a))

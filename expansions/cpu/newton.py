@@ -1,0 +1,123 @@
+"""CPU twins of the Newton kernels of ``expansions/cuda/newton.cuh``: reciprocal, division and square
+root of expansions for any R, built from the twins of the parallel multiplication, the safe
+addition and the renormalization (:mod:`expansions.cpu.kernels`).
+
+Each function mirrors its kernel line for line (the kernel runs the group functions of
+``mul.cuh``/``add.cuh``/``renorm.cuh`` in the same order, on a lane group of the whole operation's
+width; those functions give the same bits whatever the group width, which is what lets the twin
+call the per-size twins here).  The algorithms, and the error recurrences behind their bounds, are
+in :mod:`expansions.bounds` (``reciprocal``, ``div``, ``sqrt``, ``newton_steps``):
+
+1. the operands are scaled by powers of two (two roundings at most per term, exact when scaling
+   up) so that the leading term lies in [1, 2) — [1, 4) for the square root, an even power;
+2. Newton's iteration runs on these numbers of order 1, the number of terms growing at each step
+   (``bounds.newton_steps``): for the reciprocal ``x <- x (2 - a x)``, for the inverse square root
+   ``y <- y (3 - a y^2) / 2``, every product the truncated parallel multiplication and every sum the
+   safe addition, each followed by the renormalization (their proofs assume ulp-nonoverlapping
+   inputs); ``x/y = x * (1/y)`` and ``sqrt(a) = a * (1/sqrt(a))``;
+3. the result is scaled back, and :func:`finish` applies the library's non-finite rule.
+
+Inputs are taken to be ulp-nonoverlapping (what every operation of the library returns); the
+leading term decides the special cases.
+"""
+
+from __future__ import annotations
+
+from .. import bounds
+from ..formats import format_of
+from .kernels import add_safe, mul_truncated, nonfinite_epilogue, renormalize
+from .lanes import array_module
+
+
+def leading_exponent(a0):
+    """Twin of ``leading_exponent`` in newton.cuh: ilogb(a0) for finite nonzero a0, else 0."""
+    xp = array_module(a0)
+    ok = xp.isfinite(a0) & (a0 != 0)
+    e = xp.frexp(xp.where(ok, a0, a0.dtype.type(1)))[1].astype(xp.int32) - 1
+    return xp.where(ok, e, 0).astype(xp.int32)
+
+
+def scale(v, k):
+    """Twin of ``scale`` in newton.cuh: every term times 2**k, as two products by powers of two
+    (2**(k >> 1), then 2**(k - (k >> 1))), k clamped to [2 (emin - p + 1), 2 emax] beyond which the
+    result is 0 or overflows anyway.  Exact when scaling up (or overflow); scaling down rounds a term
+    only below the underflow threshold, at most eta in all."""
+    xp = array_module(v)
+    fmt = format_of(v.dtype)
+    k = xp.clip(k, 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax).astype(xp.int32)
+    k1 = k >> 1
+    one = xp.ones(k.shape, dtype=v.dtype)
+    f1 = xp.ldexp(one, k1)
+    f2 = xp.ldexp(one, k - k1)
+    return (v * f1[:, None]) * f2[:, None]
+
+
+def _constant(count, value, dtype, xp):
+    return xp.full((count, 1), value, dtype=dtype)
+
+
+def _newton_reciprocal(a, R):
+    """Twin of ``newton_reciprocal`` in newton.cuh: R terms of 1/a for a scaled (count, m) operand."""
+    xp = array_module(a)
+    m = a.shape[1]
+    x = xp.asarray(1, dtype=a.dtype) / a[:, :1]  # RN(1/a_0), one term
+    two = _constant(a.shape[0], 2, a.dtype, xp)
+    for r in bounds.newton_steps(R, format_of(a.dtype)):
+        v = renormalize(mul_truncated(a[:, : min(r, m)], x, r), r)
+        w = renormalize(add_safe(two, -v, r), r)
+        x = renormalize(mul_truncated(x, w, r), r)
+    return x
+
+
+def finish(out, operands, leading):
+    """Twin of ``newton_finish`` in newton.cuh: the non-finite rule (:func:`nonfinite_epilogue`), then
+    a NaN leading result (0/0, inf/inf, the square root of a negative number) gives
+    ``(NaN, 0, ..., 0)``, and a zero leading result of a zero operand (0/y, sqrt(+-0)) gives
+    ``(leading, 0, ..., 0)`` with the IEEE sign."""
+    xp = array_module(out)
+    out = nonfinite_epilogue(out, operands, leading)
+    special = xp.isnan(leading) | (leading == 0)
+    if not special.any():
+        return out
+    nan = xp.asarray(xp.nan, dtype=out.dtype)
+    lead = xp.where(xp.isnan(leading), nan, leading)
+    out = out.copy()
+    out[special] = 0
+    out[special, 0] = lead[special]
+    return out
+
+
+def reciprocal(a, R):
+    """Twin of ``reciprocal<T, M, R, STEPS...>`` (newton.cuh): 1/a in R terms."""
+    xp = array_module(a)
+    k = -leading_exponent(a[:, 0])
+    x = _newton_reciprocal(scale(a, k), R)
+    out = scale(x, k)
+    return finish(out, (a,), xp.asarray(1, dtype=a.dtype) / a[:, 0])
+
+
+def div(x, y, R):
+    """Twin of ``div<T, N, M, R, STEPS...>`` (newton.cuh): x/y in R terms, as x * (1/y)."""
+    kx = -leading_exponent(x[:, 0])
+    ky = -leading_exponent(y[:, 0])
+    z = _newton_reciprocal(scale(y, ky), R)
+    q = renormalize(mul_truncated(scale(x, kx), z, R), R)
+    out = scale(q, ky - kx)
+    return finish(out, (x, y), x[:, 0] / y[:, 0])
+
+
+def sqrt(a, R):
+    """Twin of ``sqrt<T, M, R, STEPS...>`` (newton.cuh): sqrt(a) in R terms, as a * (1/sqrt(a))."""
+    xp = array_module(a)
+    m = a.shape[1]
+    half = leading_exponent(a[:, 0]) >> 1
+    s = scale(a, -2 * half)
+    y = xp.asarray(1, dtype=a.dtype) / xp.sqrt(s[:, :1])  # RN(1/RN(sqrt(a_0)))
+    three = _constant(a.shape[0], 3, a.dtype, xp)
+    for r in bounds.newton_steps(R, format_of(a.dtype)):
+        t = renormalize(mul_truncated(s[:, : min(r, m)], y, r), r)
+        v = renormalize(mul_truncated(t, y, r), r)
+        w = renormalize(add_safe(three, -v, r), r)
+        y = renormalize(mul_truncated(y, w, r), r) * a.dtype.type(0.5)
+    out = scale(renormalize(mul_truncated(s, y, R), R), half)
+    return finish(out, (a,), xp.sqrt(a[:, 0]))
