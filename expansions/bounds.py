@@ -117,6 +117,19 @@ def _format(fmt) -> Format:
     return {53: FLOAT64, 24: FLOAT32}.get(int(fmt)) or tiny_format(int(fmt))
 
 
+def round_up(q: Fraction, bits: int = 64) -> Fraction:
+    """The smallest rational m / 2**k >= q with an integer m of ``bits`` bits (q >= 0): the Newton
+    recurrences round every intermediate bound up with it, which keeps them rigorous and keeps the
+    rationals small (exact products of the step bounds would reach millions of digits)."""
+    if q <= 0:
+        return Fraction(0)
+    n, d = q.numerator, q.denominator
+    e = n.bit_length() - d.bit_length()  # 2**(e-1) <= q < 2**(e+1)
+    k = bits - 1 - e
+    m = -((-n << k) // d) if k >= 0 else -((-n) // (d << -k))
+    return Fraction(m, 1 << k) if k >= 0 else Fraction(m << -k)
+
+
 def tail_ratio(p: int) -> Fraction:
     """d with ``|x - x0| <= d |x0|`` for an ulp-nonoverlapping expansion x (Definition II.2):
     ``|x_i| <= ulp(x_{i-1}) <= 2**(1-p) |x_{i-1}|``, so the tail is at most ``sum_{i>=1} 2**((1-p)i)``."""
@@ -143,7 +156,7 @@ def newton_steps(R: int, fmt) -> tuple:
 @functools.cache
 def _steps_cached(R: int, fmt: Format) -> tuple:
     u, d = fmt.u, tail_ratio(fmt.p)
-    eps = (1 + d) * (1 + u) - 1
+    eps = round_up((1 + d) * (1 + u) - 1)
     steps, r = [], 1
     while r < R:
         nxt = r + 1
@@ -160,7 +173,7 @@ def _reciprocal_step(eps: Fraction, r: int, m: int, fmt: Format) -> Fraction:
     mu = _mul_relative(r, fmt)
     alpha, _ = _add_relative(r, fmt)
     beta = (1 + _truncation(r, m, fmt.p)) * (1 + mu) - 1
-    return (1 + eps**2 + beta * (1 + eps) ** 2) * (1 + alpha) * (1 + mu) - 1
+    return round_up((1 + eps**2 + beta * (1 + eps) ** 2) * (1 + alpha) * (1 + mu) - 1)
 
 
 def _mul_relative(r: int, fmt: Format) -> Fraction:
@@ -169,7 +182,7 @@ def _mul_relative(r: int, fmt: Format) -> Fraction:
     underflow slack ``mul_underflow_term`` is absolute and the products of the Newton iterations
     are at least 1/4 in magnitude, hence the 4."""
     d = tail_ratio(fmt.p)
-    return mul_truncated(r, fmt.p).value / (1 - d) ** 2 + 4 * mul_underflow_term(r, fmt)
+    return round_up(mul_truncated(r, fmt.p).value / (1 - d) ** 2 + 4 * mul_underflow_term(r, fmt))
 
 
 def _truncation(r: int, m: int, p: int) -> Fraction:
@@ -229,7 +242,7 @@ def reciprocal(R: int, fmt, m: int | None = None) -> Bound:
     fmt = _format(fmt)
     m = R if m is None else m
     eps, holds = _reciprocal_scaled(R, m, fmt)
-    value = (1 + eps) * (1 + _scaling(m, fmt)) - 1
+    value = round_up((1 + eps) * (1 + _scaling(m, fmt)) - 1)
     return Bound(value, "|1/a|", "Newton iteration, error recurrence of expansions.bounds._reciprocal_scaled",
                  holds, "plus newton_underflow_term(R) absolute")
 
@@ -243,7 +256,7 @@ def div(R: int, fmt, m: int | None = None, n: int | None = None) -> Bound:
     m = R if m is None else m
     n = R if n is None else n
     eps, holds = _reciprocal_scaled(R, m, fmt)
-    value = (1 + eps) * (1 + _mul_relative(R, fmt)) * (1 + _scaling(n, fmt)) * (1 + _scaling(m, fmt)) - 1
+    value = round_up((1 + eps) * (1 + _mul_relative(R, fmt)) * (1 + _scaling(n, fmt)) * (1 + _scaling(m, fmt)) - 1)
     return Bound(value, "|x/y|", "Newton reciprocal and truncated product (expansions.bounds.div)",
                  holds and n <= R, "plus newton_underflow_term(R) absolute" + ("" if n <= R else "; n > R"))
 
@@ -272,9 +285,9 @@ def sqrt(R: int, fmt, m: int | None = None) -> Bound:
         holds = holds and ok
         beta = (1 + _truncation(r, m, fmt.p)) * (1 + mu) ** 2 - 1
         rho = r * fmt.eta
-        eps = ((1 + Fraction(3, 2) * eps**2 + eps**3 / 2 + beta * (1 + eps) ** 3 / 2)
-               * (1 + alpha) * (1 + mu) * (1 + rho) - 1)
-    value = (1 + eps) * (1 + _mul_relative(R, fmt)) * (1 + _scaling(m, fmt)) - 1
+        eps = round_up((1 + Fraction(3, 2) * eps**2 + eps**3 / 2 + beta * (1 + eps) ** 3 / 2)
+                       * (1 + alpha) * (1 + mu) * (1 + rho) - 1)
+    value = round_up((1 + eps) * (1 + _mul_relative(R, fmt)) * (1 + _scaling(m, fmt)) - 1)
     return Bound(value, "sqrt(a)", "Newton iteration for 1/sqrt(a), error recurrence of expansions.bounds.sqrt",
                  holds, "plus newton_underflow_term(R) absolute")
 

@@ -32,7 +32,7 @@ from . import bounds as B
 from .formats import format_of
 from .generate import random_terms
 from .reference.exact import exact_rows
-from .reference.fp import round_fraction, to_float
+from .reference.fp import exponent, round_fraction, to_float
 
 OPERATIONS = ("add_safe", "add_fast", "mul", "renormalize")
 NEWTON_OPERATIONS = ("div", "reciprocal", "sqrt")
@@ -312,7 +312,14 @@ def _verify_newton(op, R, dtype, samples, rng, backend, row, t0):
             row.violations += 1
             if not row.counterexample:
                 row.counterexample = _case(inp, out, i)
-        worst_err, worst_ratio = max(worst_err, rel), max(worst_ratio, ratio)
+        size = ex_in[0][k] / ex_in[1][k] if op == "div" else (1 / ex_in[0][k] if op == "reciprocal" else None)
+        if op == "sqrt":  # sqrt(a) >= a / 2**(e/2 + 1) for a in [2**e, 2**(e+1)): a lower bound of the root
+            size = Fraction(2) ** ((exponent(ex_in[0][k]) >> 1) - 1)
+        if slack * (1 << 20) > bound.value * abs(size):
+            row.underflow_cases += 1  # the absolute term dominates: not in the max error column
+        else:
+            worst_err = max(worst_err, rel)
+        worst_ratio = max(worst_ratio, ratio)
     row.max_error_log2, row.max_ratio_log2 = worst_err, worst_ratio
     row.seconds = time.perf_counter() - t0
     return row
@@ -341,7 +348,8 @@ def markdown(rows, header: dict) -> str:
         "",
         "Errors are exact (rational arithmetic), relative to the quantity in `rel. to`. "
         "`ratio` = log2 of the largest error/bound over the cases (<= 0: every case within its bound). "
-        "`mul` bounds include the underflow term R(R+1)/2*eta (design decision 9); `log2 max error` leaves out "
+        "`mul` bounds include the underflow term R(R+1)/2*eta (design decision 9), the Newton operations "
+        "(div, reciprocal, sqrt) the term R*eta of `bounds.newton_underflow_term`; `log2 max error` leaves out "
         "the `underflow` cases, where that term is more than 2^-20 of the bound. "
         "`s0!=RN`: cases where the safe addition's s0 is not the correctly rounded sum; "
         "`prop.`: cases breaking the output property (safe add: |s_i| <= 2^(-(p-1)i+2R-1)|s_0|; "
@@ -356,7 +364,7 @@ def markdown(rows, header: dict) -> str:
             f"| {r.operation} | {r.R} | {r.dtype} | {r.backend} | {r.cases} | {r.nonfinite_cases} | "
             f"{_fmt(r.bound_log2)} | {r.bound_relative_to} | {_fmt(r.max_error_log2)} | "
             f"{_fmt(r.max_ratio_log2, 2)} | {r.violations} | "
-            f"{r.underflow_cases if r.operation == 'mul' else '-'} | "
+            f"{r.underflow_cases if r.operation in ('mul',) + NEWTON_OPERATIONS else '-'} | "
             f"{r.s0_not_rn if r.operation == 'add_safe' else '-'} | "
             f"{r.property_violations if r.operation in ('add_safe', 'renormalize') else '-'} | {r.note} |"
         )

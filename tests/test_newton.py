@@ -242,3 +242,26 @@ def test_api_special_values():
     big = ex.array("1e300", terms=R)
     assert ex.div(big, ex.array("1e-300", terms=R)).terms[0] == np.inf  # overflow: (inf, 0, ...)
     assert ex.div(ex.array("1e-300", terms=R), big).terms[0] == 0  # underflow to zero
+
+
+@pytest.mark.parametrize("op", ["div", "reciprocal", "sqrt"])
+def test_verification_rows(op):
+    """`python -m expansions verify --operations div,reciprocal,sqrt` on the adversarial families."""
+    from expansions import verify
+
+    for R, dtype in ((4, "float64"), (16, "float64"), (3, "float32")):
+        row = verify.verify_one(op, R, dtype, 300, seed=7)
+        assert row.cases > 250 and row.violations == 0 and row.max_ratio_log2 <= 0
+        assert row.max_error_log2 > -math.inf
+
+
+def test_round_up_is_an_upper_bound_with_64_bits():
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        q = Fraction(int(rng.integers(1, 2**62)), int(rng.integers(1, 2**62)))
+        q *= Fraction(2) ** int(rng.integers(-900, 900))
+        r = bounds.round_up(q)
+        assert q <= r < q * (1 + Fraction(1, 2**62))
+        n = r.numerator
+        odd = n >> ((n & -n).bit_length() - 1)
+        assert r.denominator & (r.denominator - 1) == 0 and odd.bit_length() <= 64
