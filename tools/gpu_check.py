@@ -2,10 +2,10 @@
 
     python tools/gpu_check.py [-k EXPR] [extra pytest arguments]
 
-Runs ``tests/test_gpu.py`` (kernels against their twins, bit for bit) on the current CuPy device and
-records the device, driver, CUDA runtime, NVRTC, CuPy and NumPy versions, the git commit, the
-number of expansions compared and every test's outcome.  Exit status: pytest's.  Without a GPU the
-tests are skipped, and nothing is written.
+Runs ``tests/test_gpu.py``, ``test_gpu_newton.py`` and ``test_gpu_reduce.py`` (kernels against their
+twins, bit for bit) on the current CuPy device and records the device, driver, CUDA runtime, NVRTC,
+CuPy and NumPy versions, the git commit, the number of expansions compared and every test's outcome.
+Exit status: pytest's.  Without a GPU the tests are skipped, and nothing is written.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+GPU_TEST_FILES = ("test_gpu.py", "test_gpu_newton.py", "test_gpu_reduce.py")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -87,7 +88,8 @@ def main(argv=None) -> int:
     collector = Collector()
     t0 = time.time()
     status = pytest.main(
-        [str(ROOT / "tests" / "test_gpu.py"), "-q", "-p", "no:cacheprovider", *argv], plugins=[collector]
+        [*(str(ROOT / "tests" / f) for f in GPU_TEST_FILES), "-q", "-p", "no:cacheprovider", *argv],
+        plugins=[collector]
     )
     elapsed = time.time() - t0
     tests = collector.tests
