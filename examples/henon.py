@@ -5,8 +5,8 @@
 is chaotic: a perturbation grows on average by 2^lambda per step, lambda ~ 0.6 bits (the map's
 largest Lyapunov exponent, 0.42 nats).  Float64 keeps no correct bit of an orbit after 80 to 90
 steps; an expansion of R = 20 float64 terms (20*52 + 1 = 1041 bits, inside the 1074 bits that a
-float64 expansion of a number near 1 can carry at all, DESIGN decision 9) keeps about 1041 -
-0.6 k bits after k steps.  This program iterates many orbits at once (one ExpansionArray of shape
+float64 expansion of a number near 1 can carry at all; README, "Precision and the exponent range")
+keeps about 1041 - 0.6 k bits after k steps.  This program iterates many orbits at once (one ExpansionArray of shape
 (orbits,), on the CPU or on a GPU), compares every step with mpmath, and checks a bound that is
 proven, step by step, from the library's proven operation bounds (``expansions.bounds``).
 

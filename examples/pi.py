@@ -9,8 +9,8 @@ divisions of expansions by floats (``expansions.div``), then one ``expansions.su
 tree of safe additions) of all the signed series terms.
 
 Why pi * 2^700 and not pi.  A float64 expansion cannot have a term below the smallest subnormal
-2^-1074 (DESIGN decision 9): an expansion of a number near 1 carries at most about 1074 bits, 323
-decimal digits, whatever R.  So we compute pi * 2^700: its 32 terms reach down to about 2^(701 -
+2^-1074 (README, "Precision and the exponent range"): an expansion of a number near 1 carries at
+most about 1074 bits, 323 decimal digits, whatever R.  So we compute pi * 2^700: its 32 terms reach down to about 2^(701 -
 1664) = 2^-963, well above the floor, and the result divided by 2^700 (exact) is pi.  The series
 terms are scaled the same way: term_n = 2^s / ((2n+1) k^(2n+1)) with 2^s = 16 * 2^700 for k = 5 and
 4 * 2^700 for k = 239.  The smallest terms that matter (~2^(700-1360)) lose their low parts to the
@@ -26,7 +26,7 @@ giving the series' alternating signs.
 Division and its proven bound.  ``expansions.bounds.div(R, 53, m=1)`` bounds a division by a float
 relative to the exact quotient of the computed operands, plus ``newton_underflow_term(R)``
 absolute.  The library's Newton division works on operands scaled to order 1, so this bound is
-about 2^-1061 for R = 32 (the decision-9 floor again, inside the division): with plain division
+about 2^-1061 for R = 32 (the subnormal floor again, inside the division): with plain division
 the whole computation proves about 318 decimals (and gets about 322 right).  Each division is
 therefore followed by one residual correction (as in long division):
 
