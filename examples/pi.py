@@ -10,8 +10,8 @@ tree of safe additions) of all the signed series terms.
 
 Why pi * 2^700 and not pi.  A float64 expansion cannot have a term below the smallest subnormal
 2^-1074 (README, "Precision and the exponent range"): an expansion of a number near 1 carries at
-most about 1074 bits, 323 decimal digits, whatever R.  So we compute pi * 2^700: its 32 terms reach down to about 2^(701 -
-1664) = 2^-963, well above the floor, and the result divided by 2^700 (exact) is pi.  The series
+most about 1074 bits, 323 decimal digits, whatever R.  So we compute pi * 2^700: its 32 terms reach
+down to about 2^(701 - 1664) = 2^-963, well above the floor, and the result divided by 2^700 (exact) is pi.  The series
 terms are scaled the same way: term_n = 2^s / ((2n+1) k^(2n+1)) with 2^s = 16 * 2^700 for k = 5 and
 4 * 2^700 for k = 239.  The smallest terms that matter (~2^(700-1360)) lose their low parts to the
 floor, but only below 2^-1074 in absolute value, far below what 400 digits need; the bound below
