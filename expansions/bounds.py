@@ -206,7 +206,7 @@ def _add_relative(r: int, fmt: Format) -> tuple:
     return b.value, b.hypotheses_hold
 
 
-def _reciprocal_scaled(R: int, m: int, fmt: Format) -> tuple:
+def _reciprocal_scaled(R: int, m: int, fmt: Format, steps=None) -> tuple:
     """Relative error bound of the R-term Newton reciprocal of a scaled m-term operand, and whether
     the hypotheses of the addition's bound hold.
 
@@ -223,10 +223,20 @@ def _reciprocal_scaled(R: int, m: int, fmt: Format) -> tuple:
     u, d = fmt.u, (tail_ratio(fmt.p) if m > 1 else Fraction(0))
     eps = (1 + d) * (1 + u) - 1
     holds = True
-    for r in newton_steps(R, fmt):
+    for r in newton_steps(R, fmt) if steps is None else steps:
         holds = holds and _add_relative(r, fmt)[1]
         eps = _reciprocal_step(eps, r, m, fmt)
     return eps, holds
+
+
+def reciprocal_with_steps(R: int, fmt, steps) -> Bound:
+    """The reciprocal's proven bound for another step sequence (ending with R), e.g. pure doubling
+    (2, 4, 8, 16): what :func:`newton_steps` is compared with."""
+    fmt = _format(fmt)
+    if steps[-1] != R:
+        raise ValueError(f"the steps must end with R = {R}")
+    eps, holds = _reciprocal_scaled(R, R, fmt, tuple(steps))
+    return Bound(round_up((1 + eps) * (1 + _scaling(R, fmt)) - 1), "|1/a|", "as reciprocal", holds)
 
 
 def newton_underflow_term(R: int, fmt) -> Fraction:
