@@ -176,13 +176,18 @@ def _reciprocal_step(eps: Fraction, r: int, m: int, fmt: Format) -> Fraction:
     return round_up((1 + eps**2 + beta * (1 + eps) ** 2) * (1 + alpha) * (1 + mu) - 1)
 
 
+def mul_relative_to_product(R: int, p: int) -> Fraction:
+    """Prop. IV.2 relative to the exact product |x y| instead of |x0 y0|: for ulp-nonoverlapping x and
+    y whose nonzero terms are normal (except possibly the last), |x| >= (1 - d)|x0| with
+    d = :func:`tail_ratio`, so |x0 y0| <= |x y| / (1 - d)**2."""
+    return mul_truncated(R, p).value / (1 - tail_ratio(p)) ** 2
+
+
 def _mul_relative(r: int, fmt: Format) -> Fraction:
-    """Relative error of one truncated product of ulp-nonoverlapping r-term operands of order 1,
-    relative to the exact product: Prop. IV.2 is relative to |x0 y0| <= |x y| / (1 - d)**2; the
-    underflow slack ``mul_underflow_term`` is absolute and the products of the Newton iterations
-    are at least 1/4 in magnitude, hence the 4."""
-    d = tail_ratio(fmt.p)
-    return round_up(mul_truncated(r, fmt.p).value / (1 - d) ** 2 + 4 * mul_underflow_term(r, fmt))
+    """Relative error of one truncated product of the Newton iterations (operands of order 1):
+    :func:`mul_relative_to_product` plus the absolute underflow slack ``mul_underflow_term`` over the
+    product's magnitude, at least 1/4 there, hence the 4."""
+    return round_up(mul_relative_to_product(r, fmt.p) + 4 * mul_underflow_term(r, fmt))
 
 
 def _truncation(r: int, m: int, p: int) -> Fraction:
@@ -379,9 +384,7 @@ def dot(n: int, R: int, p: int) -> Bound:
     ((1 + e)**h - 1) sum |p_i| <= ((1 + e)**h - 1)(1 + mu) sum |x_i y_i|; adding the products' errors,
     mu sum |x_i y_i|, gives the bound.  Near the underflow threshold add :func:`dot_underflow_term`."""
     base = add_safe(R, p)
-    t = _pow2(1 - p)
-    c = 1 - t / (1 - t)
-    mu = mul_truncated(R, p).value / c**2
+    mu = mul_relative_to_product(R, p)
     h = _tree_height(n)
     value = (1 + mu) * (1 + base.value) ** h - 1
     note = "inputs ulp-nonoverlapping with normal terms (but the last nonzero); plus dot_underflow_term absolute"

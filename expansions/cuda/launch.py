@@ -75,13 +75,7 @@ def _unary(op, x, R):
 
 def renormalize(x, R):
     """x renormalized to R ulp-nonoverlapping terms.  Twin: ``cpu.kernels.renormalize``."""
-    cp = _cupy()
-    R = check_terms(R)
-    _check_array(x, "x")
-    count, n = x.shape
-    out = cp.empty((count, R), dtype=x.dtype)
-    _launch(build.instance("renormalize", x.dtype, R, N=n), count, (x, out))
-    return out
+    return _unary("renormalize", x, R)
 
 
 def negate(x):

@@ -14,18 +14,12 @@
 
 namespace expansions {
 
-// Clamp of the scaling exponents: beyond it the scaled number is 0 or overflows anyway.
+// Exponent bias and smallest normal exponent of a term type, from its bit layout.
 template <class T>
-struct ScaleLimits;
-template <>
-struct ScaleLimits<double> {
-    static constexpr int LO = 2 * (-1022 - 53 + 1);  // twice the exponent of the smallest subnormal
-    static constexpr int HI = 2 * 1023;              // twice emax
-};
-template <>
-struct ScaleLimits<float> {
-    static constexpr int LO = 2 * (-126 - 24 + 1);
-    static constexpr int HI = 2 * 127;
+struct Exponents {
+    static constexpr int BIAS = FloatBits<T>::EXP_BITS_MASK >> 1;
+    static constexpr int EMIN = 1 - BIAS;
+    static constexpr int SUBNORMAL = EMIN - FloatBits<T>::P + 1;  // exponent of the smallest subnormal
 };
 
 __device__ __forceinline__ int ilogb_of(double v) { return ilogb(v); }
@@ -43,19 +37,20 @@ template <class T>
 __device__ __forceinline__ T pow2(int k) {
     using B = FloatBits<T>;
     using U = typename B::U;
-    constexpr int BIAS = B::EXP_BITS_MASK >> 1;
-    constexpr int EMIN = 1 - BIAS;
-    const U bits = k >= EMIN ? static_cast<U>(k + BIAS) << B::EXP_SHIFT
-                             : static_cast<U>(1) << (k - (EMIN - B::P + 1));
+    using E = Exponents<T>;
+    const U bits = k >= E::EMIN ? static_cast<U>(k + E::BIAS) << B::EXP_SHIFT
+                                : static_cast<U>(1) << (k - E::SUBNORMAL);
     return B::from_bits(bits);
 }
 
 // v * 2^k as two products by powers of two, 2^(k >> 1) then 2^(k - (k >> 1)), k clamped to
-// ScaleLimits: exact when scaling up (or overflow), at most eta of rounding when scaling down.
-// Twin: scale.
+// [2 SUBNORMAL, 2 emax] (beyond it the result is 0 or overflows anyway): exact when scaling up (or
+// overflow), at most eta of rounding when scaling down.  Twin: scale.
 template <class T>
 __device__ __forceinline__ T scale(T v, int k) {
-    k = k < ScaleLimits<T>::LO ? ScaleLimits<T>::LO : (k > ScaleLimits<T>::HI ? ScaleLimits<T>::HI : k);
+    constexpr int LO = 2 * Exponents<T>::SUBNORMAL;
+    constexpr int HI = 2 * Exponents<T>::BIAS;  // emax = bias
+    k = k < LO ? LO : (k > HI ? HI : k);
     const int k1 = k >> 1;
     return mul_rn(mul_rn(v, pow2<T>(k1)), pow2<T>(k - k1));
 }
