@@ -75,6 +75,7 @@ import numpy as np
 
 import expansions as ex
 from expansions import bounds
+from expansions.reference.exact import fraction_from_mpf
 
 try:
     exsum = ex.sum
@@ -275,8 +276,7 @@ def main(argv=None) -> int:
     ref_prec = max(1500, int((D + 60) * 3.33) + 64)
     with mpmath.workprec(ref_prec):
         pi_mp = +mpmath.pi
-    man, e = pi_mp.man_exp
-    pi_ref = Fraction(int(man)) * Fraction(2) ** int(e)  # exact value of the mpf
+    pi_ref = fraction_from_mpf(pi_mp)  # exact value of the mpf
     ref_err = Fraction(1, 2 ** (ref_prec - 2))  # mpmath.pi is correctly rounded: error < 2^(2-prec)
     print(f"pi = 16 atan(1/5) - 4 atan(1/239), computed as pi * 2^{SCALE} with R = {R} float64 terms on {dev}")
     print(f"  a float64 expansion near 1 carries at most ~1074 bits (terms stop at 2^-1074); pi * 2^{SCALE} "

@@ -285,3 +285,11 @@ def test_bad_format_specs():
     with pytest.raises(TypeError):
         f"{a:.2f}"
     assert f"{x:.3f}" == "1.500" and f"{x:>8.1e}" == " 1.5e+00"
+
+
+def test_mpmath_negative_values_keep_their_sign():
+    """Issue: negative mpf values and negated constants came back as their absolute values."""
+    assert ex.array(mpmath.mpf(-0.5), terms=2).terms.tolist() == [-0.5, 0.0]
+    assert ex.array(-mpmath.pi, terms=4).to_mpmath() < 0
+    t = ex.array(mpmath.mpf("-1e-400"), terms=3).terms
+    assert (t == 0).all() and np.signbit(t[0])

@@ -62,11 +62,14 @@ def to_floats(values, dtype) -> np.ndarray:
 
 
 def fraction_from_mpf(x) -> Fraction:
-    """An mpmath mpf (finite) as an exact Fraction."""
+    """An mpmath mpf (finite) as an exact Fraction, sign included.
+
+    Read from the raw ``(sign, man, exp, bc)`` tuple: ``mpf.man_exp`` drops the sign."""
     if not isinstance(x, mpmath.mpf):
         x = mpmath.mpf(x)
-    man, exp = x.man_exp
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
+    sign, man, exp, _ = x._mpf_
+    q = Fraction(int(man)) * Fraction(2) ** int(exp)
+    return -q if sign else q
 
 
 def mpf_from_fraction(q: Fraction):
