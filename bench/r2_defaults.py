@@ -2,7 +2,7 @@
 
 Times the parallel kernels' twins at R = 2 and the double-word algorithms (JMP 2017) on N random
 double-words, median of repeats, and writes ``bench/results/r2_defaults_<device>.md`` / ``.json``.
-``expansions.core.R2_DEFAULTS`` records the choice this measurement supports (see its comment).
+``expansions.dispatch.R2_DEFAULTS`` records the choice this measurement supports (see its comment).
 
     python -m bench.r2_defaults [--n 1000000] [--repeats 7]
 """

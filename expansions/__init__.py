@@ -13,31 +13,16 @@ pure-Python exact reference checks both and the proven error bounds.
     0.8696044010893587
 """
 
-from . import bounds, formats
-from .core import (
-    ExpansionArray,
-    absolute,
-    add,
-    array,
-    div,
-    dot,
-    empty,
-    from_dlpack,
-    from_terms,
-    full,
-    matmul,
-    mul,
-    negative,
-    ones,
-    random,
-    reciprocal,
-    renormalize,
-    sqrt,
-    sub,
-    zeros,
-)
-from .core import _sum as sum  # noqa: A001 - expansions.sum, like numpy.sum
+from . import bounds, formats, numpy_protocol  # noqa: F401 - numpy_protocol registers the NumPy protocol
+from .arraytype import ExpansionArray
+from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros
 from .formats import FLOAT32, FLOAT64, Format
+from .operations import absolute, add, div, mul, negative, reciprocal, renormalize, sqrt, sub
+from .reduce import (
+    dot,
+    matmul,
+    sum,  # noqa: A004 - expansions.sum, like numpy.sum
+)
 
 __version__ = "0.1.0"
 

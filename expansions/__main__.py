@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .backends import gpu_environment
+
 
 def _ints(s):
     return [int(v) for v in s.split(",") if v]
@@ -47,31 +49,6 @@ def environment() -> dict:
     }
     env.update(gpu_environment())
     return env
-
-
-def gpu_environment() -> dict:
-    """GPU name, driver and CuPy version when CuPy sees a GPU; otherwise why not."""
-    try:
-        import cupy
-    except ImportError:
-        return {"gpu_available": False, "gpu_reason": "CuPy is not installed"}
-    info = {"cupy": cupy.__version__}
-    try:
-        if not cupy.cuda.is_available():
-            return info | {"gpu_available": False, "gpu_reason": "CuPy sees no CUDA device"}
-        dev = cupy.cuda.Device()
-        props = cupy.cuda.runtime.getDeviceProperties(dev.id)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        drv = cupy.cuda.runtime.driverGetVersion()
-        return info | {
-            "gpu_available": True,
-            "gpu_name": name,
-            "compute_capability": dev.compute_capability,
-            "driver": f"{drv // 1000}.{(drv % 1000) // 10}",
-            "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
-        }
-    except Exception as exc:  # a broken driver must not break `info`
-        return info | {"gpu_available": False, "gpu_reason": f"{type(exc).__name__}: {exc}"}
 
 
 def device_slug() -> str:

@@ -23,21 +23,12 @@ import math
 
 import numpy as np
 
-from . import core as _core
+from .arraytype import ExpansionArray, operands
+from .backends import for_terms, xp_of
 
 
-def _backend_reduce(device: str):
-    if device == "cpu":
-        from .cpu.reduce import reduce
-
-        return reduce
-    from .cuda.reduce_launch import reduce
-
-    return reduce
-
-
-def _result(terms, shape, R) -> _core.ExpansionArray:
-    return _core.ExpansionArray(terms.reshape(tuple(shape) + (R,)))
+def _result(terms, shape, R) -> ExpansionArray:
+    return ExpansionArray(terms.reshape(tuple(shape) + (R,)))
 
 
 def _normalize_axes(axis, ndim: int) -> tuple:
@@ -56,12 +47,12 @@ def _normalize_axes(axis, ndim: int) -> tuple:
     return tuple(sorted(out))
 
 
-def sum(x, axis=None, keepdims: bool = False) -> _core.ExpansionArray:  # noqa: A001 - NumPy's name
+def sum(x, axis=None, keepdims: bool = False) -> ExpansionArray:  # noqa: A001 - NumPy's name
     """Sum of the elements of ``x`` along ``axis`` (an int, a tuple of ints, or None for all), with the
     canonical pairwise tree; ``keepdims`` keeps the reduced axes with length one.  A sum over no
     element is +0.  The result has x's number of terms, dtype and device (a 0-d ExpansionArray
     when every axis is reduced).  Bound: :func:`expansions.bounds.sum_tree`."""
-    if not isinstance(x, _core.ExpansionArray):
+    if not isinstance(x, ExpansionArray):
         raise TypeError(f"sum expects an ExpansionArray, got {type(x).__name__}")
     R = x.nterms
     axes = _normalize_axes(axis, x.ndim)
@@ -69,7 +60,7 @@ def sum(x, axis=None, keepdims: bool = False) -> _core.ExpansionArray:  # noqa: 
     kept = [a for a in range(x.ndim) if a not in axes]
     out_shape = tuple(1 if a in axes else shape[a] for a in range(x.ndim)) if keepdims else \
         tuple(shape[a] for a in kept)
-    xp = _core._xp_of(x.terms)
+    xp = xp_of(x.terms)
     terms = xp.ascontiguousarray(x.terms)
     if axes and axes != tuple(range(axes[0], axes[-1] + 1)):
         # reduced axes not adjacent: move them to the end (C order kept among them), one copy
@@ -80,20 +71,18 @@ def sum(x, axis=None, keepdims: bool = False) -> _core.ExpansionArray:  # noqa: 
     pre, n, post = math.prod(shape[:lo]), math.prod(shape[lo:hi]), math.prod(shape[hi:])
     # row b = (i, k) of pre x post; element j of row b is expansion i*n*post + j*post + k
     flat = terms.reshape(-1, R)
-    reduce = _backend_reduce(x.device)
     with np.errstate(all="ignore"):
-        out = reduce(flat, pre * post, n, R, n2=post, xs=(n * post, 1, post))
+        out = for_terms(flat).reduce(flat, pre * post, n, R, n2=post, xs=(n * post, 1, post))
     return _result(out, out_shape, R)
 
 
 def _dot_rows(x, y, out_shape, batch, n, n2, xs, ys):
     R = x.nterms
-    xp = _core._xp_of(x.terms)
-    reduce = _backend_reduce(x.device)
+    xp = xp_of(x.terms)
     xt = xp.ascontiguousarray(x.terms).reshape(-1, R)
-    yt = y if not isinstance(y, _core.ExpansionArray) else xp.ascontiguousarray(y.terms).reshape(-1, R)
+    yt = y if not isinstance(y, ExpansionArray) else xp.ascontiguousarray(y.terms).reshape(-1, R)
     with np.errstate(all="ignore"):
-        out = reduce(xt, batch, n, R, n2=n2, xs=xs, y=yt, ys=ys)
+        out = for_terms(xt).reduce(xt, batch, n, R, n2=n2, xs=xs, y=yt, ys=ys)
     return _result(out, out_shape, R)
 
 
@@ -102,15 +91,15 @@ def _not_aligned(x, y, dx, dy):
                       f"{y.shape[dy]} (dim {dy})")
 
 
-def dot(x, y) -> _core.ExpansionArray:
+def dot(x, y) -> ExpansionArray:
     """The dot product, as ``numpy.dot``: 1-D with 1-D is the inner product (a 0-d result); 2-D with
     2-D the matrix product; N-D with 1-D sums over the last axes; N-D with M-D (M >= 2) sums over the
     last axis of x and the second-to-last of y; with a 0-d operand, the element-wise product.  Each
     product is ``renormalize(mul_truncated(x_i, y_i))`` and the sums use the canonical pairwise tree.
     Operands that are not ExpansionArrays are converted to the other's terms, dtype and device.
     Bound: :func:`expansions.bounds.dot`."""
-    x, y = _core._operands(x, y)
-    xp = _core._xp_of(x.terms)
+    x, y = operands(x, y)
+    xp = xp_of(x.terms)
     if x.ndim == 0 or y.ndim == 0:  # element-wise product: rows of one element, the scalar has stride 0
         shape = y.shape if x.ndim == 0 else x.shape
         N = math.prod(shape)
@@ -134,15 +123,15 @@ def dot(x, y) -> _core.ExpansionArray:
     return _dot_rows(x, yt, out_shape, P * Q * M, K, Q * M, (K, 0, 1), (0, K, 1))
 
 
-def matmul(x, y) -> _core.ExpansionArray:
+def matmul(x, y) -> ExpansionArray:
     """The matrix product, as ``numpy.matmul`` (the ``@`` operator): (..., m, k) @ (..., k, n), the
     batch dimensions broadcast; a 1-D x is a row (k,) -> (1, k) and a 1-D y a column (k,) -> (k, 1),
     the added axis removed from the result; 0-d operands are an error.  Products and sums as in
     :func:`dot`.  Bound: :func:`expansions.bounds.dot` with n = k."""
-    x, y = _core._operands(x, y)
+    x, y = operands(x, y)
     if x.ndim == 0 or y.ndim == 0:
         raise ValueError("matmul: an operand is 0-d (use dot or * for scalars)")
-    xp = _core._xp_of(x.terms)
+    xp = xp_of(x.terms)
     R = x.nterms
     x2 = x.reshape((1,) + x.shape) if x.ndim == 1 else x
     y2 = y.reshape(y.shape + (1,)) if y.ndim == 1 else y
@@ -165,8 +154,8 @@ def matmul(x, y) -> _core.ExpansionArray:
     yb = xp.broadcast_to(y2.terms, batch + (K, N, R))
     outs = []
     for idx in np.ndindex(*batch):
-        xi = _core.ExpansionArray(xp.ascontiguousarray(xb[idx]))
-        yi = _core.ExpansionArray(xp.ascontiguousarray(yb[idx]))
+        xi = ExpansionArray(xp.ascontiguousarray(xb[idx]))
+        yi = ExpansionArray(xp.ascontiguousarray(yb[idx]))
         outs.append(_dot_rows(xi, yi, (m, N), m * N, K, N, (K, 0, 1), (0, 1, N)).terms)
     out = xp.stack(outs) if outs else xp.zeros((0, m, N, R), dtype=x.dtype)
     return _result(out, final, R)

@@ -436,8 +436,10 @@ def test_shapes_follow_numpy():
         red.matmul(rnd(), rnd(3))
     with pytest.raises(ValueError):
         red.matmul(rnd(2, 2, 3), rnd(3, 3, 2))
-    with pytest.raises(ValueError):  # different numbers of terms
-        red.dot(rnd(3), ex.zeros(3, terms=3))
+    # different numbers of terms: promoted exactly to the larger
+    narrow, wide = rnd(3), ex.random(3, terms=3, seed=9)
+    got, want = red.dot(narrow, wide), red.dot(ex.array(narrow, terms=3), wide)
+    assert got.nterms == 3 and np.array_equal(got.terms, want.terms)
 
 
 def test_mixed_operands():

@@ -1,0 +1,526 @@
+"""The array type: :class:`ExpansionArray`, and the dispatch of its operators.
+
+An ExpansionArray of logical shape S holds one C-contiguous array of terms of shape S + (R,),
+float64 or float32, NumPy on the CPU (CuPy on the GPU): term 0 is the most significant.  Operators
+go through one dispatch helper, :func:`binary`, which promotes the operands exactly
+(:mod:`expansions.promote`), broadcasts them, and calls the kernel that :mod:`expansions.dispatch`
+chooses on the operands' backend (:mod:`expansions.backends`): ``x + y`` reaches the backend in three
+calls (``__add__``, :func:`binary`, the kernel).
+
+Formats: operands of different formats are promoted exactly to the wider one: R and S terms give
+max(R, S) terms, float32 and float64 terms give float64 terms (each float32 term is exact in
+float64; the terms are renormalized, error-free, to be ulp-nonoverlapping in float64).
+
+The implementations that live above this module (the reductions and products, the NumPy protocol)
+are registered here by the modules that define them (:func:`implements`, NEP 18's pattern): the
+array type imports none of them, so there is no import circle.
+
+Non-finite values (design decision 6): a result whose leading term is not finite is
+``(that IEEE value, 0, ..., 0)``; see :func:`expansions.reference.algorithms.nonfinite_epilogue`.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from . import dispatch
+from . import formats as F
+from .backends import check_device, device_of, for_terms, to_device, to_numpy, xp_of
+from .convert import Unsupported, exact_values, fraction_to_decimal, fraction_to_float
+from .promote import operand_terms
+from .reference.exact import mpf_from_fraction
+from .text import format_scalar, format_spec
+
+#: Implementations registered by the modules above the array type: NumPy functions (np.sum, ...)
+#: for ``__array_function__`` and the methods that share them, and ``("ufunc", method)`` for
+#: ``__array_ufunc__`` (see :func:`implements`).
+HANDLED: dict = {}
+
+
+def implements(key):
+    """Register the decorated function as the implementation of ``key`` (a NumPy function, or the
+    name of a protocol entry point) for ExpansionArrays."""
+
+    def register(fn):
+        HANDLED[key] = fn
+        return fn
+
+    return register
+
+
+def _binary_operator(op: str, reflected: bool = False):
+    """The operator method of ``op``: :func:`binary` on (self, other), or (other, self) when
+    ``reflected``; NotImplemented for an operand of a type the expansions do not know."""
+
+    def operator(self, other):
+        try:
+            return binary(op, other, self) if reflected else binary(op, self, other)
+        except Unsupported:
+            return NotImplemented
+
+    operator.__name__ = f"__{'r' if reflected else ''}{op if op != 'div' else 'truediv'}__"
+    return operator
+
+
+class ExpansionArray:
+    """An array of floating-point expansions (unevaluated sums of R floats, term 0 the largest).
+
+    Build one with :func:`expansions.array`, :func:`expansions.from_terms` or the allocators.
+    Attributes: ``terms`` (the raw (..., R) array, not a copy), ``nterms`` (R), ``dtype`` (of the
+    terms), ``shape``, ``ndim``, ``size``, ``device``.
+    """
+
+    __slots__ = ("_terms",)
+    __array_priority__ = 100
+
+    def __init__(self, terms):
+        self._terms = terms
+
+    # -- attributes ------------------------------------------------------------------------
+    @property
+    def terms(self):
+        return self._terms
+
+    @property
+    def nterms(self) -> int:
+        return int(self._terms.shape[-1])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self._terms.dtype)
+
+    @property
+    def format(self) -> F.Format:
+        return F.format_of(self.dtype)
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._terms.shape[:-1])
+
+    @property
+    def ndim(self) -> int:
+        return self._terms.ndim - 1
+
+    @property
+    def size(self) -> int:
+        return int(math.prod(self.shape))
+
+    @property
+    def device(self) -> str:
+        return device_of(self._terms)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d ExpansionArray")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    # -- indexing ----------------------------------------------------------------------------
+    @staticmethod
+    def _term_key(key):
+        key = key if isinstance(key, tuple) else (key,)
+        if any(k is Ellipsis for k in key):
+            return key + (slice(None),)
+        return key + (Ellipsis, slice(None))
+
+    def __getitem__(self, key):
+        if isinstance(key, ExpansionArray):
+            raise TypeError("an ExpansionArray cannot be used as an index")
+        return ExpansionArray(self._terms[self._term_key(key)])
+
+    def __setitem__(self, key, value):
+        """``x[key] = value``: value is promoted exactly to x's format (a value of a wider format, or
+        one that x's R terms cannot hold exactly, is a ValueError)."""
+        if isinstance(value, ExpansionArray):
+            if _wider(value, self) != (self.nterms, self.dtype):
+                raise ValueError(f"cannot store {value.nterms} {value.dtype} terms into an array of {self.nterms} "
+                                 f"{self.dtype} terms without rounding: round explicitly with "
+                                 f"expansions.array(value, terms={self.nterms}, dtype='{self.dtype.name}')")
+            if value.device != self.device:
+                raise ValueError(f"operands on different devices: {value.device} and {self.device}")
+            t = _as_format(value, self.nterms, self.dtype).terms
+        else:
+            t = operand_terms(value, self.nterms, self.dtype, self.device)
+        self._terms[self._term_key(key)] = t
+
+    # -- conversions ---------------------------------------------------------------------------
+    def to_fraction(self):
+        """The exact value: a Fraction for a scalar, else a NumPy object array of Fractions.
+        Non-finite values come out as Python floats (inf, -inf, nan)."""
+        return exact_values(self._terms, lambda q: q)
+
+    def to_mpmath(self):
+        """The exact value as mpmath mpf (exact, whatever mpmath's working precision): an mpf for a
+        scalar, else a NumPy object array of mpf."""
+        return exact_values(self._terms, lambda q: mpf_from_fraction(q) if type(q) is Fraction else mpmath.mpf(q))
+
+    def __float__(self):
+        if self.ndim != 0:
+            raise TypeError("only a 0-d ExpansionArray converts to float")
+        q = self.to_fraction()
+        return fraction_to_float(q) if type(q) is Fraction else float(q)
+
+    def to_float(self):
+        """The value correctly rounded to float64, as a NumPy array of the logical shape."""
+        q = self.to_fraction()
+        if self.ndim == 0:
+            return np.float64(fraction_to_float(q) if type(q) is Fraction else q)
+        return np.vectorize(lambda v: fraction_to_float(v) if type(v) is Fraction else float(v),
+                            otypes=[np.float64])(q)
+
+    def to_device(self, device: str) -> ExpansionArray:
+        """A copy on ``'cpu'`` (NumPy) or ``'cuda'`` (CuPy); the same array if already there."""
+        check_device(device)
+        return self if device == self.device else ExpansionArray(to_device(self._terms, device))
+
+    def effective_bits(self):
+        """Bits each value carries: ``min(R(p-1)+1, bits from its leading term down to the smallest
+        subnormal)`` (design decision 9); 0 for zeros and non-finite values."""
+        t = to_numpy(self._terms)[..., 0]
+        fmt = self.format
+        out = np.zeros(t.shape, dtype=np.int64)
+        nz = np.isfinite(t) & (t != 0)
+        _, ex = np.frexp(t[nz].astype(np.float64))
+        out[nz] = [F.effective_bits(self.nterms, fmt, int(e) - 1) for e in ex]
+        return out if self.ndim else int(out)
+
+    def digits(self) -> int:
+        """Significant decimal digits printed by ``str`` (and by ``format`` without a precision):
+        ``max(1, floor(b log10(2)))`` where b is the largest :meth:`effective_bits` of the array.
+
+        The digit rule: a decimal unit in the last place at that many digits is at least 5 times the
+        expansion's own binary resolution, so every printed digit is carried by the terms; the digits
+        are the exact value correctly rounded (half to even).  They are not enough to read the same
+        terms back: ``format(x, f".{x.digits() + 1}e")`` shows more, ``x.to_decimal()`` all of them."""
+        b = np.max(self.effective_bits()) if self.size else 0
+        return max(1, int(b * math.log10(2)))
+
+    def to_decimal(self):
+        """The exact value as a :class:`decimal.Decimal` (a binary fraction has a finite decimal
+        expansion, taken in full): a Decimal for a scalar, else a NumPy object array of Decimals.
+        Signed zeros keep their sign; non-finite values are Decimal('Infinity'), ..., Decimal('NaN')."""
+        q = exact_values(self._terms, lambda v: fraction_to_decimal(v) if type(v) is Fraction else decimal.Decimal(v))
+        neg_zero = np.signbit(to_numpy(self._terms)[..., 0])
+        if self.ndim == 0:
+            return decimal.Decimal("-0") if neg_zero and q.is_zero() else q
+        for i in zip(*np.nonzero(neg_zero)):
+            if q[i].is_zero():
+                q[i] = decimal.Decimal("-0")
+        return q
+
+    # -- text ----------------------------------------------------------------------------------
+    def __str__(self):
+        if self.ndim == 0:
+            return format_scalar(self.to_decimal(), self.digits())
+        items = [format_scalar(d, self.digits()) for d in self.to_decimal().reshape(-1)]
+        return np.array2string(np.array(items, dtype=object).reshape(self.shape), separator=", ",
+                               formatter={"all": str})
+
+    def __format__(self, spec: str) -> str:
+        """Python's format-spec mini-language for floats (``[[fill]align][sign][z][#][0][width]
+        [grouping][.precision][type]``, types e E f F g G %, and none) on the exact value, correctly
+        rounded (half to even) from the exact decimal expansion of the terms.  Without a precision
+        the digits the expansion carries (:meth:`digits`) are used: ``e`` shows ``digits()``
+        significant digits, ``f``/``%`` as many fraction digits as make ``digits()`` significant ones,
+        ``g`` ``digits()`` significant digits; with no type, the layout of ``str``.  Exponents have at
+        least two digits, as for floats.  Non-finite values format as the float inf/-inf/nan do.
+        Arrays with ndim > 0 accept only the empty spec (their ``str``)."""
+        if spec == "":
+            return str(self)
+        if self.ndim != 0:
+            raise TypeError("unsupported format string passed to ExpansionArray.__format__ (arrays accept "
+                            "only ''; format the elements)")
+        return format_spec(self.to_decimal(), self.digits(), spec)
+
+    def __repr__(self):
+        body = f"'{self}'" if self.ndim == 0 else str(self)
+        dev = "" if self.device == "cpu" else f", device='{self.device}'"
+        return f"expansions.array({body}, terms={self.nterms}, dtype='{self.dtype.name}'{dev})"
+
+    # -- shape ---------------------------------------------------------------------------------
+    def reshape(self, *shape) -> ExpansionArray:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return ExpansionArray(self._terms.reshape(tuple(shape) + (self.nterms,)))
+
+    def copy(self) -> ExpansionArray:
+        return ExpansionArray(self._terms.copy())
+
+    # -- arithmetic: operands that are not ExpansionArrays are promoted exactly; an operand of an
+    # unknown type makes the operator return NotImplemented (so Python raises its usual TypeError)
+    __add__ = _binary_operator("add")
+    __radd__ = _binary_operator("add", reflected=True)
+    __sub__ = _binary_operator("sub")
+    __rsub__ = _binary_operator("sub", reflected=True)
+    __mul__ = _binary_operator("mul")
+    __rmul__ = _binary_operator("mul", reflected=True)
+    __truediv__ = _binary_operator("div")
+    __rtruediv__ = _binary_operator("div", reflected=True)
+
+    def __matmul__(self, other):
+        return _handled(np.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return _handled(np.matmul, other, self)
+
+    def __neg__(self):
+        return negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return absolute(self)
+
+    def __eq__(self, other):
+        return compare(self, other, "eq")
+
+    def __ne__(self, other):
+        return compare(self, other, "ne")
+
+    def __lt__(self, other):
+        return compare(self, other, "lt")
+
+    def __le__(self, other):
+        return compare(self, other, "le")
+
+    def __gt__(self, other):
+        return compare(self, other, "gt")
+
+    def __ge__(self, other):
+        return compare(self, other, "ge")
+
+    # -- reductions and products (expansions.reduce, through the NumPy protocol's table) -------
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        """``numpy.sum(self, ...)``: the canonical pairwise tree of :func:`expansions.sum`, with the same
+        R and dtype (``dtype`` must be None or the term dtype).  ``out``: an ExpansionArray of the
+        result's shape, R, dtype and device, whose terms are overwritten (and which is returned)."""
+        return HANDLED[np.sum](self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def dot(self, other, out=None):
+        """``expansions.dot(self, other)``; ``out`` as in :meth:`sum`."""
+        return HANDLED[np.dot](self, other, out=out)
+
+    # -- the NumPy protocols ------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "an ExpansionArray does not convert implicitly to a NumPy array (that would drop all but the "
+            "leading term, or mix the terms into the values): use x.terms for the (..., R) array of terms "
+            "(no copy) or x.to_float() for the values correctly rounded to float64")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return HANDLED["__array_ufunc__"](ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        impl = HANDLED.get(func)
+        if impl is None:
+            return HANDLED["unsupported_function"](func)
+        return impl(*args, **kwargs)
+
+    def __cupy_override_elementwise_kernel__(self, ufunc, *args, **kwargs):
+        """CuPy's ufuncs (``cupy.add(a, x)``, and ``cupy_array + x``) hand over to the NumPy protocol."""
+        name = getattr(ufunc, "name", "")
+        np_ufunc = getattr(np, name[5:] if name.startswith("cupy_") else name, None)
+        r = NotImplemented
+        if isinstance(np_ufunc, np.ufunc):
+            r = HANDLED["__array_ufunc__"](np_ufunc, "__call__", args, kwargs)
+        if r is NotImplemented:
+            raise TypeError(f"{name} is not supported with ExpansionArray operands")
+        return r
+
+    # -- DLPack and the CUDA array interface: the terms array, shared --------------------------
+    def __dlpack__(self, **kwargs):
+        """The DLPack capsule of the (..., R) terms array (no copy): ``np.from_dlpack(x)`` (cpu) or
+        ``cupy.from_dlpack(x)`` (cuda) give the terms; :func:`expansions.from_dlpack` wraps them back."""
+        return self._terms.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._terms.__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA array interface of the terms array (cuda arrays only; absent on cpu arrays)."""
+        if self.device != "cuda":
+            raise AttributeError("a cpu ExpansionArray has no __cuda_array_interface__")
+        return self._terms.__cuda_array_interface__
+
+    __hash__ = None
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("the truth value of an ExpansionArray with more than one element is ambiguous")
+        return bool(to_numpy(self._terms).reshape(-1, self.nterms)[0].any())
+
+
+# ----------------------------------------------------------------------------------------------
+# the dispatch of the operations: exact promotion, broadcasting, the backend's kernel
+
+
+def _wider(x: ExpansionArray, y: ExpansionArray):
+    """The format (R, dtype) both x and y convert to exactly: the larger R, float64 if either is."""
+    dt = np.dtype(np.float64) if np.float64 in (x.dtype, y.dtype) else np.dtype(np.float32)
+    return max(x.nterms, y.nterms), dt
+
+
+def _as_format(x: ExpansionArray, R: int, dt: np.dtype) -> ExpansionArray:
+    """x with R terms of dtype dt, where that format is at least as wide as x's (exact): float32 terms
+    become float64 ones (renormalized, error-free, to be ulp-nonoverlapping in float64), then zero
+    terms are appended."""
+    if (x.nterms, x.dtype) == (R, dt):
+        return x
+    xp = xp_of(x.terms)
+    t = x.terms
+    if x.dtype != dt:
+        flat = t.reshape(-1, x.nterms).astype(dt)
+        with np.errstate(all="ignore"):
+            t = for_terms(flat).renormalize(flat, x.nterms).reshape(t.shape)
+    if R > x.nterms:
+        t = xp.concatenate([t, xp.zeros(t.shape[:-1] + (R - x.nterms,), dtype=dt)], axis=-1)
+    return ExpansionArray(t)
+
+
+def operands(x, y, terms=None, dtype=None):
+    """x and y as ExpansionArrays of one format on one device: the wider of the expansions' formats
+    (see :func:`_wider`), or ``terms``/``dtype`` when given; an operand that is not an expansion is
+    promoted exactly (:func:`expansions.promote.operand_terms`).  An expansion of a wider format than
+    an explicit ``terms``/``dtype`` is rounded as :func:`expansions.array` rounds it."""
+    ex = [v for v in (x, y) if isinstance(v, ExpansionArray)]
+    if not ex:
+        raise TypeError("at least one operand must be an ExpansionArray")
+    if len(ex) == 2 and ex[0].device != ex[1].device:
+        raise ValueError(f"operands on different devices: {ex[0].device} and {ex[1].device}")
+    R, dt = _wider(ex[0], ex[-1])
+    R = R if terms is None else F.check_terms(terms)
+    dt = dt if dtype is None else F.canonical_dtype(dtype)
+    device = ex[0].device
+
+    def convert(v):
+        if not isinstance(v, ExpansionArray):
+            return ExpansionArray(operand_terms(v, R, dt, device))
+        if v.nterms <= R and (v.dtype == dt or dt == np.float64):
+            return _as_format(v, R, dt)
+        return HANDLED["array"](v, terms=R, dtype=dt.name, device=device)
+
+    return convert(x), convert(y)
+
+
+def flat_pair(x: ExpansionArray, y: ExpansionArray):
+    """The broadcast terms of x and y as (count, R) C-contiguous arrays, and the broadcast shape."""
+    try:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise ValueError(f"shapes {x.shape} and {y.shape} do not broadcast") from None
+    xp = xp_of(x.terms)
+    xt = xp.ascontiguousarray(xp.broadcast_to(x.terms, shape + (x.nterms,))).reshape(-1, x.nterms)
+    yt = xp.ascontiguousarray(xp.broadcast_to(y.terms, shape + (y.nterms,))).reshape(-1, y.nterms)
+    return xt, yt, shape
+
+
+def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=None, dtype=None):
+    """The one dispatch helper of the arithmetic ('add', 'sub', 'mul', 'div'): promote exactly,
+    broadcast, run the kernel the method stands for, renormalize.  An operand of a type the expansions
+    do not know raises :class:`expansions.convert.Unsupported` (a TypeError)."""
+    one_term_divisor = op == "div" and not isinstance(y, ExpansionArray)
+    x, y = operands(x, y, terms, dtype)
+    R = x.nterms
+    alg = dispatch.method(op, method, R)
+    be = for_terms(x.terms)
+    xt, yt, shape = flat_pair(x, y)
+    if one_term_divisor and alg == "newton" and not bool((yt[:, 1:] != 0).any()):
+        yt = yt[:, :1]  # a divisor given as floats: the cheaper one-term kernel
+    with np.errstate(all="ignore"):
+        out = dispatch.kernel(op, alg, be)(xt, yt, R)
+        if renormalize:
+            out = dispatch.renormalizer(alg, be)(out, R)
+    return ExpansionArray(out.reshape(shape + (R,)))
+
+
+def unary(op: str, x, method: str = "auto", renormalize: bool = True) -> ExpansionArray:
+    """'sqrt' and 'reciprocal' of an ExpansionArray through the kernel :mod:`expansions.dispatch` picks."""
+    if not isinstance(x, ExpansionArray):
+        raise TypeError(f"{op} expects an ExpansionArray")
+    R = x.nterms
+    alg = "reciprocal" if op == "reciprocal" else dispatch.method(op, method, R)
+    be = for_terms(x.terms)
+    with np.errstate(all="ignore"):
+        out = dispatch.kernel(op, alg, be)(x.terms.reshape(-1, R), R)
+        if renormalize and alg in ("newton", "reciprocal"):
+            out = dispatch.renormalizer(alg, be)(out, R)
+    return ExpansionArray(out.reshape(x.terms.shape))
+
+
+def negative(x: ExpansionArray) -> ExpansionArray:
+    """-x (exact: every term negated)."""
+    return ExpansionArray(for_terms(x.terms).negate(x.terms.reshape(-1, x.nterms)).reshape(x.terms.shape))
+
+
+def renormalize(x, terms: int | None = None) -> ExpansionArray:
+    """x as an ulp-nonoverlapping expansion of ``terms`` terms (default: x's own R), from any terms.
+
+    Error-free when ``terms >= x.nterms``; with fewer terms, the least significant part is dropped.
+    """
+    if not isinstance(x, ExpansionArray):
+        raise TypeError("renormalize expects an ExpansionArray (use from_terms for a raw array)")
+    R = x.nterms if terms is None else F.check_terms(terms)
+    with np.errstate(all="ignore"):
+        out = for_terms(x.terms).renormalize(x.terms.reshape(-1, x.nterms), R)
+    return ExpansionArray(out.reshape(x.shape + (R,)))
+
+
+def sign(x: ExpansionArray):
+    """-1, 0 or +1 (NaN for NaN) per element, as a terms-dtype array: the sign of the exactly
+    renormalized value."""
+    be = for_terms(x.terms)
+    with np.errstate(all="ignore"):
+        r = be.renormalize(x.terms.reshape(-1, x.nterms), x.nterms)[:, 0].reshape(x.shape)
+    return xp_of(r).sign(r)
+
+
+def absolute(x: ExpansionArray) -> ExpansionArray:
+    """|x| (exact): x negated where its value is negative."""
+    xp = xp_of(x.terms)
+    return ExpansionArray(xp.where((sign(x) < 0)[..., None], -x.terms, x.terms))
+
+
+def compare(x, y, op: str):
+    """Exact comparisons ('eq', 'ne', 'lt', 'le', 'gt', 'ge'): the sign of x - y, computed error-free by
+    renormalizing the 2R terms (x, -y) to 2R terms.  Where a leading term is not finite, the IEEE
+    comparison of the leading terms decides (an expansion with a non-finite leading term is that IEEE
+    value); a NaN anywhere in a row makes every comparison but 'ne' false."""
+    try:
+        x, y = operands(x, y)
+    except Unsupported:
+        return NotImplemented
+    xt, yt, shape = flat_pair(x, y)
+    xp = xp_of(xt)
+    R2 = 2 * x.nterms
+    with np.errstate(all="ignore"):
+        both = xp.concatenate([xt, -yt], axis=1)
+        if xp is np or R2 <= F.MAX_TERMS:
+            d = for_terms(both).renormalize(both, R2)[:, 0]
+        else:  # more than 32 terms do not fit a warp: the twin on the host
+            d = xp.asarray(for_terms(to_numpy(both)).renormalize(to_numpy(both), R2)[:, 0])
+        x0, y0 = xt[:, 0], yt[:, 0]
+        special = ~(xp.isfinite(x0) & xp.isfinite(y0))
+        ieee = {"eq": x0 == y0, "ne": x0 != y0, "lt": x0 < y0, "le": x0 <= y0, "gt": x0 > y0, "ge": x0 >= y0}[op]
+        exact = {"eq": d == 0, "ne": d != 0, "lt": d < 0, "le": d <= 0, "gt": d > 0, "ge": d >= 0}[op]
+        res = xp.where(special, ieee, exact)
+    nan_row = ~xp.isfinite(xt).all(axis=1) & xp.isfinite(x0) | ~xp.isfinite(yt).all(axis=1) & xp.isfinite(y0)
+    res = xp.where(nan_row, op == "ne", res).reshape(shape)
+    return res if shape else bool(res)
+
+
+def _handled(func, *args):
+    """``HANDLED[func](*args)``, or NotImplemented when an operand's type is unknown to the expansions."""
+    try:
+        return HANDLED[func](*args)
+    except Unsupported:
+        return NotImplemented

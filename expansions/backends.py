@@ -1,0 +1,193 @@
+"""The backends: one object per device with the same kernel names, chosen once per operation.
+
+A :class:`Backend` holds the functions that run the library's algorithms on 2-D arrays of terms
+(one expansion per row, shape (count, n), float64 or float32) and return new (count, R) arrays:
+
+==================  ====================================================================
+``add_safe``        x + y, safe parallel addition (Algorithm 1 of Collange et al. 2016)
+``add_fast``        x + y, fast parallel addition (Fig. 5)
+``sub_safe``        x - y, ``sub_fast``: the same on -y
+``mul_truncated``   x * y, truncated parallel multiplication (Algorithm 2)
+``renormalize``     (x, R): ulp-nonoverlapping R terms (Joldes, Marty, Muller, Popescu 2015)
+``negate``          -x
+``newton_*``        reciprocal, div, sqrt by Newton iterations
+``dw_binary``       (name, kind, x, y): a double-word algorithm of :mod:`expansions.dw` at R = 2
+``dw_unary``        (name, x): the double-word square root
+``reduce``          the canonical pairwise tree of :mod:`expansions.cpu.reduce`
+==================  ====================================================================
+
+``cpu`` runs the NumPy twins (:mod:`expansions.cpu`), the executable specification of the kernels;
+``cuda`` runs the CUDA kernels through CuPy (:mod:`expansions.cuda.launch`).  Both give the same
+bits.  :func:`for_terms` picks the backend of an array of terms (NumPy: cpu, CuPy: cuda); the
+operations (:mod:`expansions.operations`) call it once per operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cpu import kernels as _twins
+from .cpu import newton as _twin_newton
+from .cpu import reduce as _twin_reduce
+from .cpu.lanes import array_module
+from .cuda import dw_kernels as _dw_kernels
+from .cuda import launch as _launch
+from .cuda import reduce_launch as _reduce_launch
+from .dw import cpu as _dw_twins
+
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The kernels of one device (see the module docstring for the contract of each)."""
+
+    name: str
+    device: str
+    add_safe: Callable
+    add_fast: Callable
+    sub_safe: Callable
+    sub_fast: Callable
+    mul_truncated: Callable
+    renormalize: Callable
+    negate: Callable
+    newton_reciprocal: Callable
+    newton_div: Callable
+    newton_sqrt: Callable
+    dw_binary: Callable
+    dw_unary: Callable
+    reduce: Callable
+
+
+def _twin_double_word(name: str, *operands):
+    """A double-word algorithm of :mod:`expansions.dw.cpu` on (count, 2) rows: its (count, 2) result."""
+    hi, lo = getattr(_dw_twins, name)(*[a[:, k] for a in operands for k in (0, 1)])
+    return np.stack([hi, lo], axis=1)
+
+
+def _double_word_binary(run):
+    """The binary double-word operation of a backend whose raw algorithm runner is ``run``."""
+
+    def dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False):
+        """Algorithm ``name`` ('add', 'mul' or 'div' ``kind``) on (count, 2) terms, x - y with
+        ``negate_y``, then the library's non-finite rule (the leading-term IEEE result decides)."""
+        operands = (xt, -yt if negate_y else yt)
+        x0, y0 = operands[0][:, 0], operands[1][:, 0]
+        leading = {"add": x0 + y0, "mul": x0 * y0, "div": x0 / y0}[kind]
+        return _double_word_finish(run(name, *operands), operands, leading)
+
+    return dw_binary
+
+
+def _double_word_unary(run):
+    """The double-word square root of a backend whose raw algorithm runner is ``run``."""
+
+    def dw_unary(name: str, xt, R: int = 2):
+        """Algorithm ``name`` on (count, 2) terms, then the non-finite rule (sqrt(negative) = NaN)."""
+        return _double_word_finish(run(name, xt), (xt,), xp_of(xt).sqrt(xt[:, 0]))
+
+    return dw_unary
+
+
+def _double_word_finish(z, operands, leading):
+    """The non-finite rule of :func:`expansions.cpu.kernels.nonfinite_epilogue`, and NaN (not a NaN
+    leading term with a finite tail) where the leading-term result is NaN."""
+    xp = xp_of(z)
+    out = _twins.nonfinite_epilogue(z, operands, leading)
+    invalid = xp.isnan(leading)[:, None] & xp.asarray([True, False])
+    return xp.where(invalid, xp.asarray(xp.nan, dtype=out.dtype), xp.where(xp.isnan(leading)[:, None], 0, out))
+
+
+cpu = Backend(
+    name="cpu", device="cpu",
+    add_safe=_twins.add_safe, add_fast=_twins.add_fast, sub_safe=_twins.sub_safe, sub_fast=_twins.sub_fast,
+    mul_truncated=_twins.mul_truncated, renormalize=_twins.renormalize, negate=_twins.negate,
+    newton_reciprocal=_twin_newton.reciprocal, newton_div=_twin_newton.div, newton_sqrt=_twin_newton.sqrt,
+    dw_binary=_double_word_binary(_twin_double_word), dw_unary=_double_word_unary(_twin_double_word),
+    reduce=_twin_reduce.reduce,
+)
+
+cuda = Backend(
+    name="cuda", device="cuda",
+    add_safe=_launch.add_safe, add_fast=_launch.add_fast, sub_safe=_launch.sub_safe, sub_fast=_launch.sub_fast,
+    mul_truncated=_launch.mul_truncated, renormalize=_launch.renormalize, negate=_launch.negate,
+    newton_reciprocal=_launch.newton_reciprocal, newton_div=_launch.newton_div, newton_sqrt=_launch.newton_sqrt,
+    dw_binary=_double_word_binary(_dw_kernels.run), dw_unary=_double_word_unary(_dw_kernels.run),
+    reduce=_reduce_launch.reduce,
+)
+
+
+def xp_of(a):
+    """The array module of ``a``: NumPy for NumPy arrays and everything else, CuPy for CuPy arrays."""
+    return array_module(a)
+
+
+def device_of(terms) -> str:
+    return "cuda" if xp_of(terms) is not np else "cpu"
+
+
+def for_terms(terms) -> Backend:
+    """The backend that runs on ``terms``' device."""
+    return cpu if xp_of(terms) is np else cuda
+
+
+def for_device(device: str) -> Backend:
+    return cpu if device == "cpu" else cuda
+
+
+def to_numpy(a) -> np.ndarray:
+    """``a`` as a NumPy array (a copy to the host for a CuPy array)."""
+    if xp_of(a) is np:
+        return np.asarray(a)
+    return a.get()
+
+
+def gpu_environment() -> dict:
+    """GPU name, driver and CuPy version when CuPy sees a GPU; otherwise why not."""
+    try:
+        import cupy  # optional dependency: imported only when a GPU is asked about
+    except ImportError:
+        return {"gpu_available": False, "gpu_reason": "CuPy is not installed"}
+    info = {"cupy": cupy.__version__}
+    try:
+        if not cupy.cuda.is_available():
+            return info | {"gpu_available": False, "gpu_reason": "CuPy sees no CUDA device"}
+        dev = cupy.cuda.Device()
+        props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        drv = cupy.cuda.runtime.driverGetVersion()
+        return info | {
+            "gpu_available": True,
+            "gpu_name": name,
+            "compute_capability": dev.compute_capability,
+            "driver": f"{drv // 1000}.{(drv % 1000) // 10}",
+            "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        }
+    except Exception as exc:  # a broken driver must not break `info`
+        return info | {"gpu_available": False, "gpu_reason": f"{type(exc).__name__}: {exc}"}
+
+
+def check_device(device) -> str:
+    """``device`` if it is 'cpu', or 'cuda' with a GPU that CuPy sees; else ValueError/RuntimeError."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}: use 'cpu' or 'cuda'")
+    if device == "cuda":
+        env = gpu_environment()
+        if not env.get("gpu_available"):
+            raise RuntimeError(f"device='cuda' needs CuPy and a CUDA GPU: {env.get('gpu_reason')}")
+    return device
+
+
+def to_device(terms, device: str):
+    """``terms`` on ``device`` (the same array when it is there already)."""
+    check_device(device)
+    if device_of(terms) == device:
+        return terms
+    if device == "cpu":
+        return to_numpy(terms)
+    import cupy  # optional dependency, present: check_device found a GPU
+
+    return cupy.asarray(terms)

@@ -1,0 +1,201 @@
+"""Exact values in and out: numbers and strings to exact rationals, exact rationals to R terms
+correctly rounded, and terms back to exact Fractions, Decimals and floats.
+
+Input: :func:`exact_scalar` gives the exact value of a Python/NumPy/mpmath scalar, a Fraction, a
+Decimal or a numeric string (decimal, hexadecimal float, ratio, 'inf', 'nan'): a Fraction, or a
+float for the specials and the signed zero -0.0.  :func:`expansion_of_exact` rounds it to R terms
+greedily (each term the correctly rounded value of what remains, :func:`round_to_expansion`), and
+:func:`terms_from_floats` splits a float array exactly.  Output: :func:`exact_values` maps the rows
+of a terms array to their exact values (Fractions; the IEEE value for a non-finite row, design
+decision 6), :func:`fraction_to_float` and :func:`fraction_to_decimal` convert them.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import numbers
+import re
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from . import formats as F
+from .backends import to_numpy
+from .reference import fp as _fp
+from .reference.exact import exact_rows, fraction_from_mpf, round_to_expansion
+
+
+class Unsupported(TypeError):
+    """A value of a type the expansions do not know (the operators return NotImplemented)."""
+
+
+def fraction_to_float(q: Fraction) -> float:
+    try:
+        return float(q)  # correctly rounded
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
+def nonfinite_value(row):
+    """The IEEE value a row with a non-finite term stands for (decision 6)."""
+    lead = float(row[0])
+    if not math.isfinite(lead):
+        return lead
+    return math.nan
+
+
+def fraction_to_decimal(q: Fraction) -> decimal.Decimal:
+    """A dyadic rational as an exact Decimal: n / 2**k = n * 5**k / 10**k (string construction is exact
+    whatever the context)."""
+    n, d = q.numerator, q.denominator
+    k = d.bit_length() - 1
+    if d != 1 << k:
+        raise ValueError("only dyadic rationals have a finite decimal expansion")
+    return decimal.Decimal(f"{n * 5 ** k}E-{k}")
+
+
+# Strings: decimal ("3.14159", "-1.5e-20", "1_000.5"), hexadecimal floats as float.hex writes them
+# ("0x1.8p-3", "-0X1P+10", "0x.8", any number of hex digits, taken exactly), ratios ("1/3"), and
+# "inf", "-inf", "nan".  Values whose magnitude lies beyond 10**±20000 (2**±20000 for hex) are
+# replaced by a value just as far beyond every format's range (so that rounding gives the same result
+# and exactness checks the same verdict) instead of building a gigantic integer.
+_HEX = re.compile(r"([+-]?)0x([0-9a-f]*)(?:\.([0-9a-f]*))?(?:p([+-]?[0-9]+))?")
+_FAR = 20000
+_STRING_HELP = ("expected a decimal number such as '3.14159' or '-1.5e-20', a hexadecimal float such as "
+                "'0x1.8p-3', a ratio such as '1/3', or 'inf', '-inf', 'nan'")
+
+
+def parse_hex(s: str, original):
+    m = _HEX.fullmatch(s)
+    if m is None or not (m.group(2) or m.group(3)):
+        raise ValueError(f"cannot parse {original!r} as a hexadecimal float: {_STRING_HELP}")
+    sign, ip, fp, ex = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+    e = int(ex) if ex is not None else 0
+    mant = int(ip + fp or "0", 16)
+    e -= 4 * len(fp)
+    if mant == 0:
+        return -0.0 if sign == "-" else Fraction(0)
+    top = mant.bit_length() + e  # the value lies in [2**(top-1), 2**top)
+    if top > _FAR:
+        mant, e = 1, _FAR + 1
+    elif top < -_FAR:
+        mant, e = 1, -_FAR - 1
+    q = Fraction(mant) * Fraction(2) ** e
+    return -q if sign == "-" else q
+
+
+def parse_string(v: str):
+    """The exact value of a numeric string (see the comment above), or a float special."""
+    s = v.strip().lower().replace("_", "")
+    if s in ("inf", "+inf", "infinity", "+infinity"):
+        return math.inf
+    if s in ("-inf", "-infinity"):
+        return -math.inf
+    if s in ("nan", "+nan", "-nan"):
+        return math.nan
+    if s.lstrip("+-").startswith("0x"):
+        return parse_hex(s, v)
+    if "/" in s:
+        try:
+            q = Fraction(s)
+        except (ValueError, ZeroDivisionError) as exc:
+            raise ValueError(f"cannot parse {v!r} as a number: {_STRING_HELP}") from exc
+        return -0.0 if q == 0 and s.startswith("-") else q
+    try:
+        d = decimal.Decimal(s)
+    except decimal.InvalidOperation:
+        d = None
+    if d is None or not d.is_finite():
+        raise ValueError(f"cannot parse {v!r} as a number: {_STRING_HELP}")
+    if d.is_zero():
+        return -0.0 if d.is_signed() else Fraction(0)
+    if d.adjusted() > _FAR:
+        d = decimal.Decimal((d.is_signed(), (1,), _FAR + 1))
+    elif d.adjusted() < -_FAR:
+        d = decimal.Decimal((d.is_signed(), (1,), -_FAR - 1))
+    return Fraction(d)
+
+
+def exact_scalar(v, prec: int = 2200):
+    """An exact rational (or a float special) for a Python/NumPy/mpmath scalar or a numeric string.
+
+    mpmath constants (``mpmath.pi``) and other objects with an ``_mpf_`` are evaluated with ``prec``
+    bits; mpf values are taken exactly.  Strings: see :func:`parse_string` (decimal strings are
+    exact rationals, hexadecimal floats exact dyadic values)."""
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return Fraction(int(v))
+    if isinstance(v, numbers.Integral):
+        return Fraction(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v) if not isinstance(v, np.floating) else v
+        if not np.isfinite(f) or f == 0:
+            return float(f)
+        return Fraction(f) if isinstance(f, float) else Fraction(*f.as_integer_ratio())
+    if isinstance(v, decimal.Decimal):
+        if not v.is_finite():
+            return float(v)
+        if v.is_zero() and v.is_signed():
+            return -0.0
+        return Fraction(v)
+    if isinstance(v, mpmath.mpf) or hasattr(v, "_mpf_"):
+        if not isinstance(v, mpmath.mpf):
+            with mpmath.workprec(prec):
+                v = mpmath.mpf(v)
+        if not mpmath.isfinite(v):
+            return float(v)
+        return fraction_from_mpf(v)
+    if isinstance(v, str):
+        return parse_string(v)
+    raise Unsupported(f"cannot convert {type(v).__name__} {v!r} to an expansion")
+
+
+def expansion_of_exact(q, R: int, fmt: F.Format):
+    """Terms (floats) of the exact value q correctly rounded to R terms (greedy, then ulp-nonoverlapping)."""
+    if type(q) is not Fraction:
+        return [q] + [0.0] * (R - 1)
+    if q == 0:
+        return [0.0] * R
+    return [_fp.to_float(t) for t in round_to_expansion(q, R, fmt)]
+
+
+def terms_from_floats(a: np.ndarray, R: int, dtype: np.dtype) -> np.ndarray:
+    """Exact expansions of a float array: each float64/float32 value split greedily into R terms."""
+    out = np.zeros(a.shape + (R,), dtype=dtype)
+    if dtype == np.float64 or a.dtype == np.float32:
+        out[..., 0] = a.astype(dtype)
+        return out
+    # float64 values into float32 terms: each term is RN of what remains (exact in float64)
+    rest = a.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(R):
+            t = rest.astype(np.float32)
+            out[..., k] = t
+            if k == 0:
+                nonfinite = ~np.isfinite(t)
+            rest = np.where(np.isfinite(t), rest - t.astype(np.float64), 0.0)
+        out[nonfinite, 1:] = 0
+    return out
+
+
+
+def exact_values(terms, f):
+    """``f`` of the exact value of each row of ``terms`` (shape S + (R,), NumPy or CuPy): a NumPy
+    object array of shape S (the value itself when S is ()).  Non-finite rows give ``f`` of their IEEE
+    value (inf, -inf, nan)."""
+    t = to_numpy(terms)
+    R = t.shape[-1]
+    flat = t.reshape(-1, R)
+    finite = np.isfinite(flat).all(axis=1)
+    vals = np.empty(flat.shape[0], dtype=object)
+    if finite.any():
+        for k, q in zip(np.flatnonzero(finite), exact_rows(flat[finite])):
+            vals[k] = f(q)
+    for k in np.flatnonzero(~finite):
+        vals[k] = f(nonfinite_value(flat[k]))
+    if t.ndim == 1:
+        return vals[0]
+    return vals.reshape(t.shape[:-1])

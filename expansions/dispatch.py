@@ -1,0 +1,83 @@
+"""Which kernel runs an operation: the algorithm a method name stands for, on which backend.
+
+The operations of :mod:`expansions.arraytype` (the operators) and :mod:`expansions.operations` (the
+public functions) call :func:`kernel` once per operation with the operation, the method name, R and
+the backend of the operands (:mod:`expansions.backends`), and then the function it returns on the
+(count, n) arrays of terms.  At R = 2 the double-word algorithms of :mod:`expansions.dw` are
+selectable by name and are the defaults (``R2_DEFAULTS``).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from .backends import Backend, xp_of
+
+ADD_METHODS = ("safe", "fast")
+MUL_METHODS = ("truncated",)
+DIV_METHODS = ("newton",)
+SQRT_METHODS = ("newton",)
+
+# R = 2: the double-word algorithms (expansions.dw) selectable by name, and the default of each
+# operation: the fastest algorithm with a proven bound, as measured by `python -m bench.r2_defaults`
+# (bench/results/r2_defaults_cpu-x86_64.md: on the CPU, Algorithm 6 adds 7x faster than the safe
+# parallel addition with a 10x tighter bound, Algorithm 10 is the fastest product and Algorithm 17
+# the fastest quotient, for float64 and float32 alike).  To be measured again on a GPU.
+R2_METHODS = {
+    "add": ("dw_add_accurate", "dw_add_sloppy", "qd_add_ieee", "qd_add_sloppy", "dg_add22"),
+    "mul": ("dw_times_dw1", "dw_times_dw2", "dw_times_dw3", "dg_mul22", "ww_mul"),
+    "div": ("dw_div_dw1", "dw_div_dw2", "dw_div_dw3", "ww_div"),
+    "sqrt": ("dw_sqrt",),
+}
+R2_DEFAULTS = {"add": "dw_add_accurate", "mul": "dw_times_dw1", "div": "dw_div_dw2", "sqrt": "dw_sqrt"}
+
+_GENERAL = {"add": ADD_METHODS, "mul": MUL_METHODS, "div": DIV_METHODS, "sqrt": SQRT_METHODS}
+_WHAT = {"add": "addition", "mul": "multiplication", "div": "division", "sqrt": "square root"}
+
+
+def method(op: str, name: str, R: int) -> str:
+    """The algorithm a method name stands for at R terms ('auto': the default), or a ValueError."""
+    kind = "add" if op == "sub" else op
+    general = _GENERAL[kind]
+    if name == "auto":
+        return R2_DEFAULTS[kind] if R == 2 else general[0]
+    if name in general:
+        return name
+    if name in R2_METHODS[kind]:
+        if R != 2:
+            raise ValueError(f"method {name!r} is a double-word algorithm: it needs R = 2, not {R}")
+        return name
+    names = ("auto",) + general + R2_METHODS[kind]
+    raise ValueError(f"unknown {_WHAT[kind]} method {name!r}: use one of {names}")
+
+
+def kernel(op: str, alg: str, be: Backend):
+    """The backend function that runs algorithm ``alg`` (from :func:`method`) of operation ``op``:
+    called as ``fn(xt, yt, R)`` (``fn(xt, R)`` for 'sqrt' and 'reciprocal'), it returns the raw
+    output, before the renormalization (see :func:`renormalizer`).  For 'div' with the Newton method
+    ``yt`` may be a one-term divisor (a float), which takes the cheaper kernel."""
+    if op == "reciprocal":
+        return be.newton_reciprocal
+    if alg == "newton":
+        return be.newton_sqrt if op == "sqrt" else be.newton_div
+    if alg in ADD_METHODS or alg in MUL_METHODS:
+        return getattr(be, f"{op}_{alg}")
+    if op == "sqrt":
+        return partial(be.dw_unary, alg)
+    return partial(be.dw_binary, alg, "add" if op == "sub" else op, negate_y=op == "sub")
+
+
+def renormalizer(alg: str, be: Backend):
+    """The function ``(out, R) -> terms`` that renormalizes the raw output of algorithm ``alg``."""
+    if alg in ("newton", "reciprocal"):
+        return partial(_renormalize_newton, be)
+    return be.renormalize
+
+
+def _renormalize_newton(be: Backend, out, R: int):
+    """Renormalize the R-term output of a Newton kernel (error-free; the kernel's last step is
+    renormalized before the scaling back, which can break the nonoverlap only below the underflow
+    threshold), keeping the signed zeros of the kernel's zero results (sqrt(-0) = -0, 0/-y = -0)."""
+    xp = xp_of(out)
+    r = be.renormalize(out, R)
+    return xp.where((out[:, :1] == 0) & (r[:, :1] == 0), out, r)
