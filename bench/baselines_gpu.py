@@ -10,6 +10,7 @@ import statistics
 import numpy as np
 
 from bench import gpu
+from expansions.generate import random_terms
 
 SEQ = {("add", "campary"): "CertAdd", ("mul", "campary"): "CertMul",
        ("add", "qd", 2): "DdAddIeee", ("mul", "qd", 2): "DdMul",
@@ -26,9 +27,7 @@ def name_expression(kind: str, op: str, alg: str, dtype: str, R: int) -> str:
 
 
 def measure(op: str, alg: str, R: int, scenario: str, dtype: str = "float64", quick: bool = False) -> dict:
-    import cupy
-
-    from expansions.generate import random_terms
+    import cupy  # optional dependency: needed only to measure on a GPU
 
     if functor(op, alg, R) is None:
         return {"note": f"{alg} has no R = {R} variant"}

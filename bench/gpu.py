@@ -19,9 +19,14 @@ from __future__ import annotations
 
 import functools
 import statistics
+import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from expansions.cuda import build, launch
+from expansions.formats import group_width
+from expansions.generate import random_terms
 
 HERE = Path(__file__).resolve().parent
 OPS = {("add", "safe"): "SafeAdd", ("add", "fast"): "FastAdd", ("mul", "parallel"): "TruncMul"}
@@ -45,8 +50,6 @@ def instructions_per_op(op: str, alg: str, R: int) -> int:
 
 
 def _source() -> str:
-    from expansions.cuda import build
-
     return build.source() + "\n" + (HERE / "kernels.cu").read_text()
 
 
@@ -58,18 +61,12 @@ def name_expression(kind: str, op: str, alg: str, dtype: str, R: int) -> str:
 def compile_bench(names, arch: str, verbose: bool = False):
     """Compile benchmark kernels with the library's NVRTC options (no GPU needed): (binary, lowered
     names, ptxas log)."""
-    from expansions.cuda import build
-
     return build.compile_source(_source(), names, arch, verbose, "bench.cu")
 
 
 @functools.cache
 def _function(name: str):
-    import tempfile
-
-    import cupy
-
-    from expansions.cuda import build
+    import cupy  # optional dependency: needed only to load on a GPU
 
     arch = build.device_arch(cupy.cuda.Device().id)
     binary, lowered, _ = compile_bench([name], arch)
@@ -86,7 +83,7 @@ _MODULES: list = []
 @functools.cache
 def device_facts() -> dict:
     """SM count, clock, FP64/FP32 lanes per SM and peak memory bandwidth of the current device."""
-    import cupy
+    import cupy  # optional dependency: CuPy is needed only on the GPU path
 
     dev = cupy.cuda.Device()
     p = cupy.cuda.runtime.getDeviceProperties(dev.id)
@@ -110,7 +107,7 @@ def device_facts() -> dict:
 
 def _time(launch, repeats: int, warmup: int = 2) -> list[float]:
     """Seconds per launch, with CUDA events on the current stream."""
-    import cupy
+    import cupy  # optional dependency: CuPy is needed only on the GPU path
 
     stream = cupy.cuda.get_current_stream()
     for _ in range(warmup):
@@ -128,7 +125,7 @@ def _time(launch, repeats: int, warmup: int = 2) -> list[float]:
 
 def _occupancy(fn, threads: int, smem: int) -> int | None:
     try:
-        from cupy.cuda import driver
+        from cupy.cuda import driver  # optional dependency: CuPy is needed only on the GPU path
 
         return driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, smem)
     except Exception:
@@ -136,17 +133,11 @@ def _occupancy(fn, threads: int, smem: int) -> int | None:
 
 
 def measure(op: str, alg: str, R: int, scenario: str, dtype: str = "float64", quick: bool = False) -> dict:
-    """One benchmark record (see the module doc); sequential baselines are delegated."""
+    """One benchmark record (see the module doc) of a parallel kernel (``OPS``); the sequential
+    baselines are measured by :func:`bench.baselines_gpu.measure`."""
     if (op, alg) not in OPS:
-        try:
-            from bench import baselines_gpu
-        except ImportError:
-            return {"note": "sequential baseline kernels not available"}
-        return baselines_gpu.measure(op, alg, R, scenario, dtype, quick)
-    import cupy
-
-    from expansions.formats import group_width
-    from expansions.generate import random_terms
+        raise KeyError(f"{(op, alg)} is not a parallel kernel of the harness (see bench.baselines_gpu)")
+    import cupy  # optional dependency: needed only to measure on a GPU
 
     facts = device_facts()
     W = group_width(R)
@@ -154,8 +145,6 @@ def measure(op: str, alg: str, R: int, scenario: str, dtype: str = "float64", qu
     K = 4 if quick else 16
     rec = {"dtype": dtype, "W": W, "repeats": repeats}
     if scenario == "stream":
-        from expansions.cuda import launch
-
         n = (1 << 22) if quick else (1 << 24)
         x = cupy.asarray(random_terms((n,), R, dtype, seed=1))
         y = cupy.asarray(random_terms((n,), R, dtype, seed=2))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from expansions import bounds
 from expansions.__main__ import device_slug, environment
 from expansions.cpu import kernels as K
 from expansions.dw import cpu as D
@@ -38,8 +39,6 @@ CANDIDATES = {
 
 def _bound_u2(name: str, dtype: str) -> float | None:
     """The proven relative bound in units of u^2 (for the multiplication, relative to |x0 y0|)."""
-    from expansions import bounds
-
     p = 53 if dtype == "float64" else 24
     key = name.split(" ")[0]
     b = {"add_safe": lambda: bounds.add_safe(2, p), "mul_truncated": lambda: bounds.mul_truncated(2, p)}.get(

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import __version__, verify
+from . import formats as F
 from .backends import gpu_environment
 
 
@@ -37,8 +39,6 @@ def commit() -> str:
 
 def environment() -> dict:
     """Versions and device of this run, recorded by the code in every results file."""
-    from . import __version__
-
     env = {
         "expansions": __version__,
         "commit": commit(),
@@ -59,8 +59,6 @@ def device_slug() -> str:
 
 
 def cmd_info(args) -> int:
-    from . import formats as F
-
     env = environment()
     print(f"expansions {env['expansions']} (commit {env['commit']})")
     print(f"python {env['python']}, numpy {env['numpy']}")
@@ -85,8 +83,6 @@ def cmd_info(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from . import verify
-
     gpu = gpu_environment().get("gpu_available", False)
     backend = args.backend
     if backend == "auto":

@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .formats import Format
+from .formats import FLOAT32, FLOAT64, Format, tiny_format
+from .reference.fp import exact, ulp
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,6 @@ def _format(fmt) -> Format:
     """A Format from a Format or a precision p (53: float64, 24: float32, else a tiny format)."""
     if isinstance(fmt, Format):
         return fmt
-    from .formats import FLOAT32, FLOAT64, tiny_format
-
     return {53: FLOAT64, 24: FLOAT32}.get(int(fmt)) or tiny_format(int(fmt))
 
 
@@ -309,8 +308,6 @@ def sqrt(R: int, fmt, m: int | None = None) -> Bound:
 
 def ulp_nonoverlapping(values, fmt: Format) -> bool:
     """Definition II.2: the nonzero terms v satisfy ``|v_i| <= ulp(v_{i-1})`` (zeros are skipped)."""
-    from .reference.fp import exact, ulp
-
     prev = None
     for v in values:
         q = exact(v)
@@ -324,8 +321,6 @@ def ulp_nonoverlapping(values, fmt: Format) -> bool:
 
 def ordered(values) -> bool:
     """Definition II.1: the nonzero terms are ordered by decreasing magnitude."""
-    from .reference.fp import exact
-
     mags = [abs(exact(v)) for v in values if exact(v) != 0]
     return all(a >= b for a, b in zip(mags, mags[1:]))
 

@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import json
 import math
+import pathlib
 import time
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
+import mpmath
 import numpy as np
+from tqdm import tqdm
 
+from . import backends
 from . import bounds as B
 from .formats import format_of
 from .generate import random_terms
@@ -128,15 +132,10 @@ def families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str):
 
 
 def _backend(name):
+    """The backend of ``name`` and the function that moves a NumPy array to its device."""
     if name == "cpu":
-        from .cpu import kernels
-
-        return kernels, np.asarray
-    import cupy
-
-    from .cuda import launch
-
-    return launch, cupy.asarray
+        return backends.cpu, np.asarray
+    return backends.cuda, lambda a: backends.to_device(a, "cuda")
 
 
 def verify_one(op: str, R: int, dtype: str, samples: int, seed: int, backend: str = "cpu") -> Row:
@@ -151,9 +150,7 @@ def verify_one(op: str, R: int, dtype: str, samples: int, seed: int, backend: st
     be, to_dev = _backend(backend)
     with np.errstate(all="ignore"):
         if op == "renormalize":
-            from .cpu import kernels as twin
-
-            raw = twin.add_fast(x, y, R)
+            raw = backends.cpu.add_fast(x, y, R)
             perm = rng.permuted(np.tile(np.arange(R), (raw.shape[0], 1)), axis=1)
             raw[::2] = np.take_along_axis(raw[::2], perm[::2], axis=1)  # unordered terms
             inp = (raw,)
@@ -259,22 +256,12 @@ def _newton_inputs(op, x, y):
 
 def _verify_newton(op, R, dtype, samples, rng, backend, row, t0):
     """div, reciprocal, sqrt: exact errors against bounds.div / reciprocal / sqrt + R eta."""
-    import mpmath
-
-    from .cpu import newton as twin
-
     fmt = format_of(dtype)
     x, y = families(samples, R, dtype, rng, op)
     inp = _newton_inputs(op, x, y)
     with np.errstate(all="ignore"):
-        if backend == "cpu":
-            out = getattr(twin, op)(*inp, R)
-        else:
-            import cupy
-
-            from .cuda import launch
-
-            out = getattr(launch, "newton_" + op)(*[cupy.asarray(a) for a in inp], R).get()
+        be, to_dev = _backend(backend)
+        out = backends.to_numpy(getattr(be, "newton_" + op)(*[to_dev(a) for a in inp], R))
     ok = _valid(out) & (out[:, 0] != 0)
     for a in inp:
         ok &= _valid(a) & (a[:, 0] != 0)
@@ -372,8 +359,6 @@ def markdown(rows, header: dict) -> str:
 
 
 def run(terms, dtypes, operations, samples, seed, backend="cpu", progress=True):
-    from tqdm import tqdm
-
     jobs = [(op, R, dt) for dt in dtypes for R in terms for op in operations]
     rows = []
     bar = tqdm(jobs, disable=not progress, unit="row", leave=False)
@@ -384,8 +369,6 @@ def run(terms, dtypes, operations, samples, seed, backend="cpu", progress=True):
 
 
 def write(rows, header, out_dir):
-    import pathlib
-
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "verification.md").write_text(markdown(rows, header))

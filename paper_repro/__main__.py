@@ -17,6 +17,7 @@ from pathlib import Path
 
 from expansions import verify
 from expansions.__main__ import device_slug, environment
+from expansions.dw import verify as dw_verify
 
 from . import collange2016
 
@@ -90,8 +91,6 @@ def main(argv=None) -> int:
                f"{sum(r.cases for r in rows)} cases, {summary['verification_violations']} violations.", ""]
 
     if "dw" not in skip:
-        from expansions.dw import verify as dw_verify
-
         samples, climb = (500, 5) if args.quick else (3000, 40)
         rows = dw_verify.run(samples=samples, climb=climb, seed=2017, progress=progress)
         header = {"command": f"python -m paper_repro (double-word verification, {samples} samples, "

@@ -19,6 +19,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
+
+from bench import baselines_gpu, gpu
+from expansions.baselines import cpu as base
+from expansions.cpu import kernels as K
+from expansions.generate import random_terms
 
 ANCHORS = Path(__file__).resolve().parent / "anchors"
 RS = (2, 4, 8, 16, 32)
@@ -45,18 +51,12 @@ def paper_figures() -> dict:
 
 def cpu_function(op: str, algorithm: str, R: int):
     """The CPU twin that computes (op, algorithm) at R terms, as f(x, y) on (N, R) arrays, or None."""
-    from expansions.cpu import kernels as K
-
     if op == "add" and algorithm == "safe":
         return lambda x, y: K.add_safe(x, y, R)
     if op == "add" and algorithm == "fast":
         return lambda x, y: K.add_fast(x, y, R)
     if op == "mul" and algorithm == "parallel":
         return lambda x, y: K.mul_truncated(x, y, R)
-    try:
-        from expansions.baselines import cpu as base
-    except ImportError:
-        return None
     if algorithm == "campary":
         f = base.certified_add if op == "add" else base.certified_mul
         return lambda x, y: f(x, y, R)
@@ -82,26 +82,19 @@ def time_cpu(f, x, y, repeats: int) -> list[float]:
 def measure(quick: bool, backend: str, progress: bool = True) -> list[dict]:
     """One record per (table, R, algorithm): our Mop/s (or None where not measured), the paper's,
     the ratio, and the raw timings."""
-    from tqdm import tqdm
-
-    from expansions.generate import random_terms
-
     paper = paper_figures()
     jobs = [(t, R, a) for t, (op, _) in TABLES.items() for R in RS for a in ALGORITHMS[op]]
     records = []
-    gpu = None
-    if backend == "cuda":
-        from bench import gpu as gpu_bench
-
-        gpu = gpu_bench
+    on_gpu = backend == "cuda"
     N = 4096 if quick else 16384
     repeats = 3 if quick else 5
     for table, R, alg in tqdm(jobs, disable=not progress, leave=False, desc="Tables I-IV"):
         op, scenario = TABLES[table]
         rec = {"table": table, "operation": op, "scenario": scenario, "R": R, "algorithm": alg,
                "paper_mops_k40": paper.get((table, R, alg)), "device": backend}
-        if gpu is not None:
-            rec.update(gpu.measure(op, alg, R, scenario, quick=quick))
+        if on_gpu:
+            harness = gpu if (op, alg) in gpu.OPS else baselines_gpu
+            rec.update(harness.measure(op, alg, R, scenario, quick=quick))
         elif scenario == "best":
             f = cpu_function(op, alg, R)
             if f is None:
@@ -121,10 +114,6 @@ def measure(quick: bool, backend: str, progress: bool = True) -> list[dict]:
 
 def measure_stream(quick: bool, progress: bool = True) -> list[dict]:
     """GPU only: the library's kernels streaming (load two arrays, one operation, store), GB/s."""
-    from tqdm import tqdm
-
-    from bench import gpu
-
     jobs = [(op, a, R) for (op, a) in gpu.OPS for R in RS]
     out = []
     for op, a, R in tqdm(jobs, disable=not progress, leave=False, desc="streaming"):
@@ -200,10 +189,10 @@ def markdown(records: list[dict], device_label: str) -> str:
 def plot(records: list[dict], path: Path, device_label: str) -> Path | None:
     """Log-scale Mop/s against R, one panel per scenario; ours solid, the paper's K40 dashed."""
     try:
-        import matplotlib
+        import matplotlib  # optional dependency (the plot extra)
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # optional dependency (the plot extra)
     except ImportError:
         return None
     scenarios = [s for s in ("best", "shmem256") if any(r["scenario"] == s and r.get("mops") for r in records)]

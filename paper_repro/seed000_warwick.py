@@ -29,7 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .timing import gpu_available
+from expansions.cuda import dw_kernels
+from expansions.dw import cpu
+
+from .timing import gpu_available, median_seconds
 
 ANCHORS = Path(__file__).resolve().parent / "anchors" / "warwick2020_tables.csv"
 OPS = ("add", "sub", "mul", "div")
@@ -66,8 +69,6 @@ def ep_to_fp64(hi, lo):
 
 def ep_op(op, a, b):
     """One of Warwick's EP operations on (hi, lo) pairs of float32 arrays."""
-    from expansions.dw import cpu
-
     with np.errstate(all="ignore"):
         if op == "add":
             return cpu.qd_add_ieee(a[0], a[1], b[0], b[1])
@@ -123,17 +124,13 @@ def table2_speedup(quick: bool = True, device: str = "cpu", seed: int = 2020) ->
     on arrays of uniform values in [-1e6, 1e6].  On the GPU: CuPy's FP64 operations against the
     kernels of ``expansions/cuda/dw.cuh`` (qd_add_ieee, the same on -y, ww_mul, ww_div); on the CPU:
     NumPy against the twins."""
-    from .timing import median_seconds
-
     n = 2**18 if quick else 2**22
     rng = np.random.default_rng(seed)
     x64, y64 = rng.uniform(-1e6, 1e6, n), rng.uniform(-1e6, 1e6, n)
     a, b = fp64_to_ep(x64), fp64_to_ep(y64)
     fp64 = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
     if device == "cuda":
-        import cupy as xp
-
-        from expansions.cuda import dw_kernels
+        import cupy as xp  # optional dependency: CuPy is needed only on the GPU path
 
         x64, y64 = xp.asarray(x64), xp.asarray(y64)
         pa = xp.asarray(np.stack(a, axis=1))

@@ -26,6 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from expansions.cuda import dw_kernels
+from expansions.dw import cpu
+
+from .timing import median_seconds
+
 ANCHORS = Path(__file__).resolve().parent / "anchors" / "dagraca2006_tables.csv"
 OPERATIONS = ("Add12", "Mul12", "Add22", "Mul22")
 EXPONENTS = (-30, 30)
@@ -45,7 +50,7 @@ def paper_table5() -> dict:
 def _xp(backend):
     if backend in ("auto", "cuda"):
         try:
-            import cupy
+            import cupy  # optional dependency: CuPy is needed only on the GPU path
 
             if cupy.cuda.runtime.getDeviceCount() > 0:
                 return cupy, "cuda"
@@ -94,8 +99,6 @@ def sum_k(terms, K=3):
 
 def _errors(op, words, xp):
     """Relative errors (float64 arrays) and, for Add22, the ratio to its Theorem 5 bound."""
-    from expansions.dw import cpu
-
     f64 = xp.float64
     if op in ("Add12", "Mul12"):
         a, b = words[0], words[2]
@@ -184,15 +187,11 @@ def table3_timing(quick: bool = True, device: str = "cpu", seed: int = 2006) -> 
     """Table 3-style timing: time of each operator on arrays of each size, normalized to the time of
     4096 single-precision additions (the paper's unit).  On the GPU: CuPy's float32 ``+ * `` and the
     kernels of ``expansions/cuda/dw.cuh`` (one thread per number); on the CPU: NumPy and the twins."""
-    from .timing import median_seconds
-
     rng = np.random.default_rng(seed)
     sizes = TABLE3_SIZES[:3] if quick else TABLE3_SIZES
     repeats = 3 if quick else 9
     if device == "cuda":
-        import cupy as xp
-
-        from expansions.cuda import dw_kernels
+        import cupy as xp  # optional dependency: CuPy is needed only on the GPU path
 
         def pair(h, lo):
             return xp.ascontiguousarray(xp.stack([h, lo], axis=1))
@@ -205,13 +204,11 @@ def table3_timing(quick: bool = True, device: str = "cpu", seed: int = 2006) -> 
         }
     else:
         xp = np
-        from expansions.dw import cpu as twin
-
         ops = {
-            "Add12": lambda a, b: twin.dg_add12(a[0], b[0]),
-            "Mul12": lambda a, b: twin.dg_mul12(a[0], b[0]),
-            "Add22": lambda a, b: twin.dg_add22(a[0], a[1], b[0], b[1]),
-            "Mul22": lambda a, b: twin.dg_mul22(a[0], a[1], b[0], b[1]),
+            "Add12": lambda a, b: cpu.dg_add12(a[0], b[0]),
+            "Mul12": lambda a, b: cpu.dg_mul12(a[0], b[0]),
+            "Add22": lambda a, b: cpu.dg_add22(a[0], a[1], b[0], b[1]),
+            "Mul22": lambda a, b: cpu.dg_mul22(a[0], a[1], b[0], b[1]),
         }
     seconds = {}
     for n in sizes:

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from expansions.dw import cpu
+
 ANCHORS = Path(__file__).resolve().parent / "anchors" / "innocente2025_tables.csv"
 N = 5
 SYSTEMS = ("float", "2float sloppy", "2float precise", "double", "2double sloppy", "2double precise")
@@ -72,8 +74,6 @@ class Pair:
     """Double-word numbers (hi, lo) of ``dtype``, through the twins of :mod:`expansions.dw.cpu`."""
 
     def __init__(self, dtype, precise):
-        from expansions.dw import cpu
-
         self.dtype = np.dtype(dtype)
         self._add = cpu.dw_add_accurate if precise else cpu.dw_add_sloppy
         self._mul = cpu.dw_times_dw3

@@ -6,10 +6,12 @@ from __future__ import annotations
 import statistics
 import time
 
+from bench.gpu import _time  # CUDA events on the current stream, the harness's own timing
+
 
 def gpu_available() -> bool:
     try:
-        import cupy
+        import cupy  # optional dependency: CuPy is needed only on the GPU path
 
         return bool(cupy.cuda.is_available())
     except Exception:
@@ -19,8 +21,6 @@ def gpu_available() -> bool:
 def median_seconds(f, device: str = "cpu", repeats: int = 5, warmup: int = 1) -> float:
     """Median wall time of ``f()`` over ``repeats`` calls, after ``warmup`` calls."""
     if device == "cuda":
-        from bench.gpu import _time  # CUDA events on the current stream, the harness's own timing
-
         return statistics.median(_time(f, repeats, warmup))
     for _ in range(warmup):
         f()

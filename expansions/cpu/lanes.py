@@ -21,7 +21,7 @@ def array_module(a):
     element-wise kernels with flush-to-zero for float32, so tests that run the twins on the GPU keep
     float32 terms and products above the subnormal range."""
     if type(a).__module__.split(".")[0] == "cupy":
-        import cupy
+        import cupy  # optional dependency: CuPy is needed only on the GPU path
 
         return cupy
     return np

@@ -13,7 +13,7 @@ from __future__ import annotations
 def available() -> bool:
     """True when CuPy imports and sees at least one CUDA device."""
     try:
-        import cupy
+        import cupy  # optional dependency: CuPy is needed only on the GPU path
     except Exception:
         return False
     try:
@@ -24,7 +24,7 @@ def available() -> bool:
 
 def device_name(device_id: int | None = None) -> str:
     """Name of a CUDA device (default: CuPy's current device), e.g. ``'NVIDIA H100 80GB HBM3'``."""
-    import cupy
+    import cupy  # optional dependency: CuPy is needed only on the GPU path
 
     dev = cupy.cuda.Device() if device_id is None else cupy.cuda.Device(device_id)
     name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]

@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..baselines import BASELINES
+from ..bounds import newton_steps
 from ..formats import canonical_dtype, format_of, group_width
 
 CUDA_DIR = Path(__file__).resolve().parent
@@ -79,8 +81,6 @@ SUBSET_R = (2, 3, 4, 5, 8, 13, 16, 31, 32)
 
 def _baseline_operations():
     """The sequential baselines of :data:`expansions.baselines.BASELINES`, an AoS and a SoA entry each."""
-    from ..baselines import BASELINES
-
     for b in BASELINES.values():
         for suffix, layout in (("", "aos"), ("_soa", "soa")):
             params, rs = ("", None) if b.terms else ("R", SUBSET_R)
@@ -131,8 +131,6 @@ class Instance:
                   "RC": (self.R, self.C)}
         ints = params[OPERATIONS[self.op].params]
         if OPERATIONS[self.op].newton:
-            from ..bounds import newton_steps
-
             ints = ints + newton_steps(self.R, format_of(self.dtype))
         return f"expansions::{self.op}<{', '.join([CTYPES[self.dtype], *map(str, ints)])}>"
 
@@ -265,13 +263,13 @@ def parse_ptxas_log(log: str) -> dict:
 
 
 def nvrtc_version() -> tuple[int, int]:
-    from cupy.cuda import nvrtc
+    from cupy.cuda import nvrtc  # optional dependency: CuPy is needed only on the GPU path
 
     return tuple(nvrtc.getVersion())
 
 
 def supported_archs() -> tuple[int, ...]:
-    from cupy.cuda import nvrtc
+    from cupy.cuda import nvrtc  # optional dependency: CuPy is needed only on the GPU path
 
     return tuple(nvrtc.getSupportedArchs())
 
@@ -281,7 +279,7 @@ def compile_source(text: str, names, arch: str = "sm_90", verbose: bool = True, 
     ``names`` (``sm_XX``: a CUBIN, and with ``verbose`` ptxas reports resources; ``compute_XX``: PTX).
     Returns ``(binary, {name: lowered name}, log)``.  No GPU needed.  Every kernel of the project
     (these, the double-word ones, the benchmark ones) is compiled here."""
-    from cupy.cuda import nvrtc
+    from cupy.cuda import nvrtc  # optional dependency: CuPy is needed only on the GPU path
 
     names = list(dict.fromkeys(names))
     opts = [f"-arch={arch}", *OPTIONS] + (["--ptxas-options=-v"] if verbose and arch.startswith("sm_") else [])
@@ -345,7 +343,7 @@ def cache_dir() -> Path:
 def device_arch(device_id: int) -> str:
     """The NVRTC target for a device: ``sm_<cc>`` if NVRTC supports it, else the newest supported
     ``sm_<major><minor'>`` with the same major and a lower minor (binary compatible)."""
-    import cupy
+    import cupy  # optional dependency: CuPy is needed only on the GPU path
 
     cc = int(cupy.cuda.Device(device_id).compute_capability)
     archs = supported_archs()
@@ -376,7 +374,7 @@ class DeviceKernels:
     def get(self, *instances: Instance):
         """The ``cupy.RawKernel`` of each instance; the missing ones are compiled first (in
         programs of at most :attr:`batch_size` instances, on parallel threads)."""
-        import cupy
+        import cupy  # optional dependency: CuPy is needed only on the GPU path
 
         with self._lock:
             missing = [i for i in dict.fromkeys(instances) if i not in self._functions]
@@ -427,6 +425,6 @@ def device_kernels(device_id: int) -> DeviceKernels:
 
 def kernels(*instances: Instance):
     """The ``cupy.RawKernel`` of each instance for the current CuPy device."""
-    import cupy
+    import cupy  # optional dependency: CuPy is needed only on the GPU path
 
     return device_kernels(cupy.cuda.Device().id).get(*instances)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import numpy as np
+
 from ..dw import ALGORITHMS
 from . import build
 
@@ -47,9 +49,9 @@ def compile_all(arch: str = "sm_90", verbose: bool = True):
 
 @functools.cache
 def _module(device_id: int):
-    import tempfile
+    import tempfile  # only when a kernel is loaded
 
-    import cupy
+    import cupy  # optional dependency: CuPy is needed only on the GPU path
 
     binary, lowered, _ = compile_all(build.device_arch(device_id), verbose=False)
     path = Path(tempfile.mkdtemp(prefix="expansions-dw-")) / "dw.cubin"
@@ -60,8 +62,7 @@ def _module(device_id: int):
 def run(name: str, *operands):
     """Run algorithm ``name`` on CuPy operands ((count, 2) double-words, (count,) floats) and return
     the (count, 2) result; the same bits as ``expansions.dw.cpu`` (where its FMA emulation is exact)."""
-    import cupy
-    import numpy as np
+    import cupy  # optional dependency: needed only to launch on a GPU
 
     x = cupy.ascontiguousarray(operands[0])
     y = cupy.ascontiguousarray(operands[1]) if len(operands) > 1 else cupy.zeros(1, dtype=x.dtype)

@@ -248,7 +248,7 @@ def _check_array(a, name, any_width=False):
 
 def _cupy():
     try:
-        import cupy
+        import cupy  # optional dependency: CuPy is needed only on the GPU path
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError("expansions.cuda.launch needs CuPy (pip install 'expansions[cuda12]')") from exc
     return cupy

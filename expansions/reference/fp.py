@@ -17,7 +17,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import mpmath
+
 from ..formats import Format
+from .mpf import fraction_from_mpf, mpf_from_fraction
 
 Value = "Fraction | float"
 
@@ -204,10 +207,6 @@ def sqrt(a, fmt: Format):
         return NAN
     if type(a) is float:  # +-0, +inf
         return a
-    import mpmath
-
-    from .exact import fraction_from_mpf, mpf_from_fraction
-
     with mpmath.workprec(fmt.p + 96):
         c = round_fraction(fraction_from_mpf(mpmath.sqrt(mpf_from_fraction(a))), fmt)
     for _ in range(4):

@@ -1,0 +1,99 @@
+"""The layout's invariants: no import circles among the project's modules, and imports inside
+functions only for the heavy optional dependencies (CuPy, matplotlib, numba, dask, ...), each with a
+comment on its line or the line before saying why."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("expansions", "bench", "paper_repro")
+#: Optional or heavy third-party modules that may be imported inside a function.
+LAZY_ALLOWED = ("cupy", "cupyx", "matplotlib", "numba", "dask", "distributed", "tqdm", "flint", "gmpy2",
+                "xprec", "pytest", "tempfile", "subprocess")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules():
+    return {_module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+
+
+def _imports(name: str, path: Path, modules):
+    """(imported module, line, inside a function) for every import statement of a module: for
+    ``from package import name`` the submodule when ``name`` is one, else the package."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    funcs = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for n in ast.walk(f)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        else:
+            continue
+        for t in dict.fromkeys(targets):
+            yield t, node.lineno, id(node) in funcs
+
+
+def _graph():
+    mods = _modules()
+    graph = {m: set() for m in mods}
+    lazy = []
+    for m, path in mods.items():
+        lines = path.read_text().splitlines()
+        for t, line, inside in _imports(m, path, mods):
+            if t in mods and t != m:
+                graph[m].add(t)
+            root = t.split(".")[0]
+            if inside and (root in PACKAGES or root not in LAZY_ALLOWED):
+                lazy.append(f"{path.relative_to(ROOT)}:{line}: import of {t} inside a function")
+            elif inside and "#" not in "".join(lines[line - 2:line]):
+                lazy.append(f"{path.relative_to(ROOT)}:{line}: import of {t} inside a function without a comment "
+                            "saying why")
+    return graph, lazy
+
+
+def test_no_import_circles():
+    graph, _ = _graph()
+    cycles, state = [], {}
+
+    def visit(m, stack):
+        state[m] = 1
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                cycles.append(" -> ".join(stack[stack.index(t):] + [t]))
+            elif t not in state:
+                visit(t, stack + [t])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, "import circles:\n" + "\n".join(cycles)
+
+
+def test_imports_inside_functions_only_for_optional_dependencies():
+    _, lazy = _graph()
+    assert not lazy, "\n".join(lazy)
+
+
+@pytest.mark.parametrize("name", ["expansions.arraytype", "expansions.operations", "expansions.convert",
+                                  "expansions.text", "expansions.promote", "expansions.numpy_protocol",
+                                  "expansions.creation", "expansions.dispatch", "expansions.backends"])
+def test_modules_stay_small(name):
+    """The public side is split by concern, each module readable in one sitting."""
+    assert len(_modules()[name].read_text().splitlines()) <= 540
