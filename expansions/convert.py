@@ -22,7 +22,7 @@ import mpmath
 import numpy as np
 
 from . import formats as F
-from .backends import to_numpy
+from .backends import to_numpy, xp_of
 from .reference import fp as _fp
 from .reference.exact import exact_rows, fraction_from_mpf, round_to_expansion
 
@@ -162,22 +162,29 @@ def expansion_of_exact(q, R: int, fmt: F.Format):
     return [_fp.to_float(t) for t in round_to_expansion(q, R, fmt)]
 
 
-def terms_from_floats(a: np.ndarray, R: int, dtype: np.dtype) -> np.ndarray:
-    """Exact expansions of a float array: each float64/float32 value split greedily into R terms."""
-    out = np.zeros(a.shape + (R,), dtype=dtype)
-    if dtype == np.float64 or a.dtype == np.float32:
-        out[..., 0] = a.astype(dtype)
-        return out
-    # float64 values into float32 terms: each term is RN of what remains (exact in float64)
+def split_to_float32(a, R: int):
+    """Float64 values (a NumPy or CuPy array) split greedily into R float32 terms, each the correctly
+    rounded value of what remains (the remainder is exact in float64): ``(terms, rest)``, with
+    ``rest`` what R terms could not hold (0 where they hold the value exactly).  A row whose leading
+    term is not finite has zero trailing terms."""
+    xp = xp_of(a)
+    out = xp.zeros(a.shape + (R,), dtype=np.float32)
     rest = a.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(R):
             t = rest.astype(np.float32)
             out[..., k] = t
-            if k == 0:
-                nonfinite = ~np.isfinite(t)
-            rest = np.where(np.isfinite(t), rest - t.astype(np.float64), 0.0)
-        out[nonfinite, 1:] = 0
+            rest = xp.where(xp.isfinite(t), rest - t.astype(np.float64), 0.0)
+    out[~xp.isfinite(out[..., 0]), 1:] = 0
+    return out, rest
+
+
+def terms_from_floats(a: np.ndarray, R: int, dtype: np.dtype) -> np.ndarray:
+    """Exact expansions of a float array: each float64/float32 value split greedily into R terms."""
+    if dtype == np.float32 and a.dtype == np.float64:
+        return split_to_float32(a, R)[0]
+    out = np.zeros(a.shape + (R,), dtype=dtype)
+    out[..., 0] = a.astype(dtype)
     return out
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import formats as F
 from .backends import to_device, to_numpy, xp_of
-from .convert import Unsupported, exact_scalar, expansion_of_exact
+from .convert import Unsupported, exact_scalar, expansion_of_exact, split_to_float32
 
 
 def inexact(value, R: int, dt: np.dtype, extra: str = ""):
@@ -82,17 +82,9 @@ def _array_terms(a, R: int, dt: np.dtype):
             (kind in "iu" and (size <= 2 or (size <= 4 and dt == np.float64))):
         out[..., 0] = a.astype(dt)  # exact: the values fit one term
         return out
-    if kind == "f" and size == 8:  # float64 values into float32 terms: greedy split, remainder exact
-        rest = a.astype(np.float64)
-        with np.errstate(over="ignore", invalid="ignore"):
-            for k in range(R):
-                t = rest.astype(np.float32)
-                out[..., k] = t
-                if k == 0:
-                    lead_ok = xp.isfinite(t) | ~xp.isfinite(a)
-                rest = xp.where(xp.isfinite(t), rest - t.astype(np.float64), 0.0)
-        _check_split(a, lead_ok & (rest == 0), R, dt)
-        out[~xp.isfinite(out[..., 0]), 1:] = 0
+    if kind == "f" and size == 8:  # float64 values into float32 terms: exact only if nothing remains
+        out, rest = split_to_float32(a, R)
+        _check_split(a, (xp.isfinite(out[..., 0]) | ~xp.isfinite(a)) & (rest == 0), R, dt)
         return out
     if kind in "iu" and size == 8 and dt == np.float64:
         # hi has at most 32 significant bits, lo < 2**32: both exact; their 2Sum is the value's

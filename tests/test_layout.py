@@ -97,3 +97,26 @@ def test_imports_inside_functions_only_for_optional_dependencies():
 def test_modules_stay_small(name):
     """The public side is split by concern, each module readable in one sitting."""
     assert len(_modules()[name].read_text().splitlines()) <= 540
+
+
+def test_one_table_for_kernels_launchers_twins_and_backends():
+    """Every kernel of build.OPERATIONS names its twin; its launcher is generated with the twin's
+    number of arguments; the backends' functions of that name are the twin (cpu) and the launcher (cuda)."""
+    import importlib
+    import inspect
+
+    from expansions import backends
+    from expansions.cuda import build, launch
+
+    for name, op in build.OPERATIONS.items():
+        module, _, fn = f"expansions.{op.twin}".rpartition(".")
+        twin = getattr(importlib.import_module(module), fn)
+        assert callable(twin) and op.doc, name
+        if op.params == "RC":
+            continue
+        launcher = launch.LAUNCHERS[name]
+        assert getattr(launch, name) is launcher and twin.__qualname__ in launcher.__doc__
+        params = [p for p in inspect.signature(twin).parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+        assert len(params) == len(inspect.signature(launcher).parameters), name
+        if hasattr(backends.cpu, name):
+            assert getattr(backends.cpu, name) is twin and getattr(backends.cuda, name) is launcher, name

@@ -14,6 +14,8 @@ become selects, row by row.  Sorting by decreasing magnitude is NumPy's stable a
 
 from __future__ import annotations
 
+import inspect
+
 from ..cpu.eft import fast_two_sum, two_prod, two_sum
 from ..cpu.kernels import _vec_sum_err_branch, nonfinite_epilogue
 from ..cpu.lanes import array_module
@@ -226,6 +228,7 @@ def _soa(f, name):
         return xp.ascontiguousarray(f(xp.ascontiguousarray(x.T), xp.ascontiguousarray(y.T), *args).T)
 
     g.__name__ = g.__qualname__ = name
+    g.__signature__ = inspect.signature(f)
     g.__doc__ = f"Twin of kernel ``{name}``: :func:`{f.__name__}` on the transposed layout (R, count)."
     return g
 

@@ -46,15 +46,21 @@ def nonfinite_epilogue(s, operands, leading):
     return s
 
 
-def add_safe(x, y, R):
-    """Twin of ``add_safe_group<T, N, M, R, W>`` (``expansions/cuda/add.cuh``; entry point ``add_safe`` in
-    ``kernels.cu``); Algorithm 1."""
+def _group_operands(x, y, R):
+    """The entry of the binary group kernels (``binary_kernel_body`` in ``kernels.cu``): the array
+    module, the input sizes n and m, both operands in lanes of width W = group_width(max(n, m, R)),
+    the lane ids and a zero of the term type."""
     xp = array_module(x)
     n, m = x.shape[1], y.shape[1]
     W = group_width(max(n, m, R))
     X, Y = load_lanes(x, W), load_lanes(y, W)
-    lane = lane_ids(W, xp)
-    zero = X.dtype.type(0)
+    return xp, n, m, X, Y, lane_ids(W, xp), X.dtype.type(0)
+
+
+def add_safe(x, y, R):
+    """Twin of ``add_safe_group<T, N, M, R, W>`` (``expansions/cuda/add.cuh``; entry point ``add_safe`` in
+    ``kernels.cu``); Algorithm 1."""
+    xp, n, m, X, Y, lane, zero = _group_operands(x, y, R)
     s, e = two_sum(xp.where(lane == 0, X, zero), xp.where(lane == 0, Y, zero))
     leading = s[:, 0].copy()
     for which, i in insertion_order(n, m):
@@ -69,12 +75,7 @@ def add_safe(x, y, R):
 def add_fast(x, y, R):
     """Twin of ``add_fast_group<T, N, M, R, W>`` (``expansions/cuda/add.cuh``; entry point ``add_fast`` in
     ``kernels.cu``); Fig. 5."""
-    xp = array_module(x)
-    n, m = x.shape[1], y.shape[1]
-    W = group_width(max(n, m, R))
-    X, Y = load_lanes(x, W), load_lanes(y, W)
-    lane = lane_ids(W, xp)
-    zero = X.dtype.type(0)
+    xp, n, m, X, Y, lane, zero = _group_operands(x, y, R)
     if n > R:
         X = xp.where(lane < R, X, zero)
     if m > R:
@@ -112,12 +113,7 @@ def _propagate(s, e, R, lane):
 def mul_truncated(x, y, R):
     """Twin of ``mul_truncated_group<T, N, M, R, W>`` (``expansions/cuda/mul.cuh``; entry point
     ``mul_truncated`` in ``kernels.cu``); Algorithm 2."""
-    xp = array_module(x)
-    n, m = x.shape[1], y.shape[1]
-    W = group_width(max(n, m, R))
-    X, Y = load_lanes(x, W), load_lanes(y, W)
-    lane = lane_ids(W, xp)
-    zero = X.dtype.type(0)
+    xp, n, m, X, Y, lane, zero = _group_operands(x, y, R)
     s = xp.zeros_like(X)
     pi = xp.zeros_like(X)
     leading = X[:, 0] * Y[:, 0]

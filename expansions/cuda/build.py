@@ -56,7 +56,9 @@ class Operation:
     ``"group"``, a group of W lanes per expansion (decision 2); ``"term"``, one thread per term;
     ``"thread"``, one thread per expansion (the sequential baselines).  ``layout`` is ``"aos"`` for
     C-contiguous (count, terms) arrays, ``"soa"`` for (terms, count) arrays, term k of every expansion
-    contiguous.  ``resource_rs``, when set, replaces the R values of the resource check."""
+    contiguous.  ``resource_rs``, when set, replaces the R values of the resource check.  ``twin`` is
+    the CPU twin that returns the same bits (a function of the ``expansions`` package, dotted path),
+    ``doc`` the one-line contract of the launcher that :mod:`expansions.cuda.launch` generates."""
 
     name: str
     params: str
@@ -66,6 +68,8 @@ class Operation:
     terms: int | None = None
     resource_rs: tuple | None = None
     newton: bool = False  # template parameters end with the step sizes of bounds.newton_steps(R)
+    twin: str = ""
+    doc: str = ""
 
 
 #: R values of the resource check of the Newton kernels, on sm_90 and on the other architectures
@@ -84,25 +88,37 @@ def _baseline_operations():
     for b in BASELINES.values():
         for suffix, layout in (("", "aos"), ("_soa", "soa")):
             params, rs = ("", None) if b.terms else ("R", SUBSET_R)
-            yield Operation(b.name + suffix, params, 2, "thread", layout, b.terms, rs)
+            doc = (f"{b.operation} of {b.terms or 'R'}-term expansions, one thread per expansion ({b.source})"
+                   + (", on (terms, count) arrays" if layout == "soa" else ""))
+            yield Operation(b.name + suffix, params, 2, "thread", layout, b.terms, rs,
+                            twin=f"baselines.cpu.{b.name}{suffix}", doc=doc)
 
 
 #: The kernels, in the order of the resource table.
 OPERATIONS = {
     op.name: op
     for op in (
-        Operation("add_safe", "NMR", 2),
-        Operation("sub_safe", "NMR", 2),
-        Operation("add_fast", "NMR", 2),
-        Operation("sub_fast", "NMR", 2),
-        Operation("mul_truncated", "NMR", 2),
-        Operation("newton_reciprocal", "NR", 1, resource_rs=NEWTON_R, newton=True),
-        Operation("newton_div", "NMR", 2, resource_rs=NEWTON_R, newton=True),
-        Operation("newton_sqrt", "NR", 1, resource_rs=NEWTON_R, newton=True),
-        Operation("renormalize", "NR", 1),
-        Operation("negate", "R", 1, mapping="term"),
-        Operation("reduce_sum", "RC", 1, resource_rs=SUBSET_R),
-        Operation("reduce_dot", "RC", 2, resource_rs=SUBSET_R),
+        Operation("add_safe", "NMR", 2, twin="cpu.kernels.add_safe",
+                  doc="x + y in R terms, safe parallel addition (Algorithm 1)"),
+        Operation("sub_safe", "NMR", 2, twin="cpu.kernels.sub_safe", doc="x - y as add_safe(x, -y)"),
+        Operation("add_fast", "NMR", 2, twin="cpu.kernels.add_fast",
+                  doc="x + y in R terms, fast parallel addition (Fig. 5)"),
+        Operation("sub_fast", "NMR", 2, twin="cpu.kernels.sub_fast", doc="x - y as add_fast(x, -y)"),
+        Operation("mul_truncated", "NMR", 2, twin="cpu.kernels.mul_truncated",
+                  doc="x * y in R terms, truncated parallel multiplication (Algorithm 2)"),
+        Operation("newton_reciprocal", "NR", 1, resource_rs=NEWTON_R, newton=True, twin="cpu.newton.reciprocal",
+                  doc="1/x in R terms by Newton iterations"),
+        Operation("newton_div", "NMR", 2, resource_rs=NEWTON_R, newton=True, twin="cpu.newton.div",
+                  doc="x/y in R terms, x times the Newton reciprocal of y (y may have one term: division by a float)"),
+        Operation("newton_sqrt", "NR", 1, resource_rs=NEWTON_R, newton=True, twin="cpu.newton.sqrt",
+                  doc="sqrt(x) in R terms by the Newton iteration for 1/sqrt(x)"),
+        Operation("renormalize", "NR", 1, twin="cpu.kernels.renormalize",
+                  doc="x renormalized to R ulp-nonoverlapping terms"),
+        Operation("negate", "R", 1, mapping="term", twin="cpu.kernels.negate", doc="-x, every term negated (exact)"),
+        Operation("reduce_sum", "RC", 1, resource_rs=SUBSET_R, twin="cpu.reduce.reduce_pass",
+                  doc="one pass of the canonical pairwise sum (launched by expansions.cuda.reduce_launch)"),
+        Operation("reduce_dot", "RC", 2, resource_rs=SUBSET_R, twin="cpu.reduce.reduce_pass",
+                  doc="one pass of the canonical pairwise dot product (launched by expansions.cuda.reduce_launch)"),
         *_baseline_operations(),
     )
 }

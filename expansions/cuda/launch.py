@@ -1,8 +1,11 @@
 """Launchers of the GPU kernels, with the signatures of their CPU twins (:mod:`expansions.cpu.kernels`,
 and :mod:`expansions.baselines.cpu` for the sequential baselines).
 
-Each takes 2-D C-contiguous CuPy arrays of terms, shape (count, n), float64 or float32, one
-expansion per row, and returns a new (count, R) CuPy array with the same bits as the twin.  The
+The launchers are generated from the table :data:`expansions.cuda.build.OPERATIONS` (the kernel, its
+twin and its contract), one per kernel, with the names of the table: ``launch.add_safe(x, y, R)``,
+``launch.renormalize(x, R)``, ``launch.negate(x)``, ``launch.dd_mul(x, y)``, ...  Each takes 2-D
+C-contiguous CuPy arrays of terms, shape (count, n), float64 or float32, one expansion per row, and
+returns a new (count, R) CuPy array with the same bits as the twin.  The
 ``*_soa`` baselines take and return the transposed layout, shape (R, count): term k of every expansion
 contiguous, which makes the loads of one-thread-per-expansion kernels coalesced.  Kernels run on the
 current CuPy device and stream; they are compiled on first use (see :func:`expansions.cuda.build.kernels`).
@@ -19,153 +22,6 @@ from . import build
 
 #: Upper bound on blocks per launch, per streaming multiprocessor (the grid-stride loop does the rest).
 BLOCKS_PER_SM = 32
-
-
-def add_safe(x, y, R):
-    """x + y in R terms, safe parallel addition (Algorithm 1).  Twin: ``cpu.kernels.add_safe``."""
-    return _binary("add_safe", x, y, R)
-
-
-def add_fast(x, y, R):
-    """x + y in R terms, fast parallel addition (Fig. 5).  Twin: ``cpu.kernels.add_fast``."""
-    return _binary("add_fast", x, y, R)
-
-
-def sub_safe(x, y, R):
-    """x - y as ``add_safe(x, -y)``.  Twin: ``cpu.kernels.sub_safe``."""
-    return _binary("sub_safe", x, y, R)
-
-
-def sub_fast(x, y, R):
-    """x - y as ``add_fast(x, -y)``.  Twin: ``cpu.kernels.sub_fast``."""
-    return _binary("sub_fast", x, y, R)
-
-
-def mul_truncated(x, y, R):
-    """x * y in R terms, truncated parallel multiplication (Algorithm 2).
-    Twin: ``cpu.kernels.mul_truncated``."""
-    return _binary("mul_truncated", x, y, R)
-
-
-def newton_reciprocal(x, R):
-    """1/x in R terms by Newton iterations.  Twin: ``cpu.newton.reciprocal``."""
-    return _unary("newton_reciprocal", x, R)
-
-
-def newton_div(x, y, R):
-    """x/y in R terms, x times the Newton reciprocal of y (y may have one term: division by a float).
-    Twin: ``cpu.newton.div``."""
-    return _binary("newton_div", x, y, R)
-
-
-def newton_sqrt(x, R):
-    """sqrt(x) in R terms by the Newton iteration for 1/sqrt(x).  Twin: ``cpu.newton.sqrt``."""
-    return _unary("newton_sqrt", x, R)
-
-
-def _unary(op, x, R):
-    cp = _cupy()
-    R = check_terms(R)
-    _check_array(x, "x")
-    count, n = x.shape
-    out = cp.empty((count, R), dtype=x.dtype)
-    _launch(build.instance(op, x.dtype, R, N=n), count, (x, out))
-    return out
-
-
-def renormalize(x, R):
-    """x renormalized to R ulp-nonoverlapping terms.  Twin: ``cpu.kernels.renormalize``."""
-    return _unary("renormalize", x, R)
-
-
-def negate(x):
-    """-x, every term negated (exact).  Twin: ``cpu.kernels.negate``."""
-    cp = _cupy()
-    _check_array(x, "x")
-    count, n = x.shape
-    out = cp.empty((count, n), dtype=x.dtype)
-    _launch(build.instance("negate", x.dtype, n), count, (x, out))
-    return out
-
-
-def dd_add_sloppy(x, y):
-    """Double-double x + y, QD sloppy addition, one thread per expansion.  Twin: ``baselines.cpu.dd_add_sloppy``."""
-    return _thread_binary("dd_add_sloppy", x, y, 2)
-
-
-def dd_add_ieee(x, y):
-    """Double-double x + y, QD IEEE addition.  Twin: ``baselines.cpu.dd_add_ieee``."""
-    return _thread_binary("dd_add_ieee", x, y, 2)
-
-
-def dd_mul(x, y):
-    """Double-double x * y.  Twin: ``baselines.cpu.dd_mul``."""
-    return _thread_binary("dd_mul", x, y, 2)
-
-
-def qd_add_sloppy(x, y):
-    """Quad-double x + y, QD's sloppy addition.  Twin: ``baselines.cpu.qd_add_sloppy``."""
-    return _thread_binary("qd_add_sloppy", x, y, 4)
-
-
-def qd_add_ieee(x, y):
-    """Quad-double x + y, QD-Add-Accurate.  Twin: ``baselines.cpu.qd_add_ieee``."""
-    return _thread_binary("qd_add_ieee", x, y, 4)
-
-
-def qd_mul(x, y):
-    """Quad-double x * y, QD's accurate multiplication.  Twin: ``baselines.cpu.qd_mul``."""
-    return _thread_binary("qd_mul", x, y, 4)
-
-
-def certified_add(x, y, R):
-    """x + y in R terms, certified (merge, VecSum, VecSumErrBranch).  Twin: ``baselines.cpu.certified_add``."""
-    return _thread_binary("certified_add", x, y, R)
-
-
-def certified_mul(x, y, R):
-    """x * y in R terms, certified.  Twin: ``baselines.cpu.certified_mul``."""
-    return _thread_binary("certified_mul", x, y, R)
-
-
-def dd_add_sloppy_soa(x, y):
-    """:func:`dd_add_sloppy` on (2, count) arrays.  Twin: ``baselines.cpu.dd_add_sloppy_soa``."""
-    return _thread_binary("dd_add_sloppy_soa", x, y, 2)
-
-
-def dd_add_ieee_soa(x, y):
-    """:func:`dd_add_ieee` on (2, count) arrays.  Twin: ``baselines.cpu.dd_add_ieee_soa``."""
-    return _thread_binary("dd_add_ieee_soa", x, y, 2)
-
-
-def dd_mul_soa(x, y):
-    """:func:`dd_mul` on (2, count) arrays.  Twin: ``baselines.cpu.dd_mul_soa``."""
-    return _thread_binary("dd_mul_soa", x, y, 2)
-
-
-def qd_add_sloppy_soa(x, y):
-    """:func:`qd_add_sloppy` on (4, count) arrays.  Twin: ``baselines.cpu.qd_add_sloppy_soa``."""
-    return _thread_binary("qd_add_sloppy_soa", x, y, 4)
-
-
-def qd_add_ieee_soa(x, y):
-    """:func:`qd_add_ieee` on (4, count) arrays.  Twin: ``baselines.cpu.qd_add_ieee_soa``."""
-    return _thread_binary("qd_add_ieee_soa", x, y, 4)
-
-
-def qd_mul_soa(x, y):
-    """:func:`qd_mul` on (4, count) arrays.  Twin: ``baselines.cpu.qd_mul_soa``."""
-    return _thread_binary("qd_mul_soa", x, y, 4)
-
-
-def certified_add_soa(x, y, R):
-    """:func:`certified_add` on (R, count) arrays.  Twin: ``baselines.cpu.certified_add_soa``."""
-    return _thread_binary("certified_add_soa", x, y, R)
-
-
-def certified_mul_soa(x, y, R):
-    """:func:`certified_mul` on (R, count) arrays.  Twin: ``baselines.cpu.certified_mul_soa``."""
-    return _thread_binary("certified_mul_soa", x, y, R)
 
 
 def _thread_binary(op, x, y, R):
@@ -254,11 +110,53 @@ def _cupy():
     return cupy
 
 
-BASELINE_LAUNCHERS = (
-    "dd_add_sloppy", "dd_add_ieee", "dd_mul", "qd_add_sloppy", "qd_add_ieee", "qd_mul", "certified_add",
-    "certified_mul",
-)
+def _unary(op, x, R):
+    cp = _cupy()
+    R = check_terms(R)
+    _check_array(x, "x")
+    count, n = x.shape
+    out = cp.empty((count, R), dtype=x.dtype)
+    _launch(build.instance(op, x.dtype, R, N=n), count, (x, out))
+    return out
 
-__all__ = ["add_safe", "add_fast", "sub_safe", "sub_fast", "mul_truncated", "newton_reciprocal", "newton_div",
-           "newton_sqrt", "renormalize", "negate",
-           *BASELINE_LAUNCHERS, *(f"{name}_soa" for name in BASELINE_LAUNCHERS)]
+
+def _elementwise(op, x):
+    """A kernel with R-term input and output, one thread per term (``mapping == "term"``)."""
+    cp = _cupy()
+    _check_array(x, "x")
+    count, n = x.shape
+    out = cp.empty((count, n), dtype=x.dtype)
+    _launch(build.instance(op, x.dtype, n), count, (x, out))
+    return out
+
+
+def _launcher(op: build.Operation):
+    """The launcher of ``op``, with the signature of its twin: ``f(x, y, R)`` for binary kernels,
+    ``f(x, R)`` for unary ones, ``f(x)`` for term-wise ones, ``f(x, y)`` for the fixed-size baselines."""
+    name = op.name
+    if op.mapping == "thread" and op.terms:
+        def launcher(x, y):
+            return _thread_binary(name, x, y, op.terms)
+    elif op.mapping == "thread":
+        def launcher(x, y, R):
+            return _thread_binary(name, x, y, R)
+    elif op.mapping == "term":
+        def launcher(x):
+            return _elementwise(name, x)
+    elif op.operands == 2:
+        def launcher(x, y, R):
+            return _binary(name, x, y, R)
+    else:
+        def launcher(x, R):
+            return _unary(name, x, R)
+    launcher.__name__ = launcher.__qualname__ = name
+    launcher.__doc__ = f"{op.doc}.  Twin: ``expansions.{op.twin}``."
+    return launcher
+
+
+#: One launcher per kernel of :data:`expansions.cuda.build.OPERATIONS` (the reductions have their
+#: multi-pass driver in :mod:`expansions.cuda.reduce_launch`).
+LAUNCHERS = {name: _launcher(op) for name, op in build.OPERATIONS.items() if op.params != "RC"}
+globals().update(LAUNCHERS)
+
+__all__ = list(LAUNCHERS)
