@@ -1,19 +1,15 @@
 """The array type: :class:`ExpansionArray`, and the dispatch of its operators.
 
 An ExpansionArray of logical shape S holds one C-contiguous array of terms of shape S + (R,),
-float64 or float32, NumPy on the CPU (CuPy on the GPU): term 0 is the most significant.  Operators
-go through one dispatch helper, :func:`binary`, which promotes the operands exactly
-(:mod:`expansions.promote`), broadcasts them, and calls the kernel that :mod:`expansions.dispatch`
-chooses on the operands' backend (:mod:`expansions.backends`): ``x + y`` reaches the backend in three
-calls (``__add__``, :func:`binary`, the kernel).
+float64 or float32, NumPy on the CPU (CuPy on the GPU): term 0 is the most significant.
 
-Formats: operands of different formats are promoted exactly to the wider one: R and S terms give
-max(R, S) terms, float32 and float64 terms give float64 terms (each float32 term is exact in
-float64; the terms are renormalized, error-free, to be ulp-nonoverlapping in float64).
-
-The implementations that live above this module (the reductions and products, the NumPy protocol)
-are registered here by the modules that define them (:func:`implements`, NEP 18's pattern): the
-array type imports none of them, so there is no import circle.
+The array type is thin: its operators and the methods that compute go to implementations that the
+modules above it register in :data:`HANDLED` (:func:`implements`, NEP 18's pattern for
+``__array_function__``): the arithmetic to :func:`expansions.operations.binary`, which promotes the
+operands exactly, broadcasts them and calls the kernel :mod:`expansions.dispatch` chooses on the
+operands' backend, so ``x + y`` reaches the backend in three calls (``__add__``, ``binary``, the
+kernel); the reductions to :mod:`expansions.reduce`; the NumPy protocols to
+:mod:`expansions.numpy_protocol`.  The array type imports none of them: there is no import circle.
 
 Non-finite values (design decision 6): a result whose leading term is not finite is
 ``(that IEEE value, 0, ..., 0)``; see :func:`expansions.reference.algorithms.nonfinite_epilogue`.
@@ -28,11 +24,9 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 
-from . import dispatch
 from . import formats as F
-from .backends import check_device, device_of, for_terms, to_device, to_numpy, xp_of
+from .backends import check_device, device_of, to_device, to_numpy
 from .convert import Unsupported, exact_values, fraction_to_decimal, fraction_to_float
-from .promote import operand_terms
 from .reference.exact import mpf_from_fraction
 from .text import format_scalar, format_spec
 
@@ -53,17 +47,24 @@ def implements(key):
     return register
 
 
-def _binary_operator(op: str, reflected: bool = False):
-    """The operator method of ``op``: :func:`binary` on (self, other), or (other, self) when
-    ``reflected``; NotImplemented for an operand of a type the expansions do not know."""
+_OPERATOR_NAMES = {"div": "truediv", np.matmul: "matmul"}
+
+
+def _binary_operator(op, reflected: bool = False):
+    """The operator method of ``op``: ``HANDLED[key](op, self, other)`` (``(op, other, self)`` when
+    ``reflected``), where key is "binary" for the arithmetic ('add', 'sub', 'mul', 'div'), "compare"
+    for the comparisons ('eq', ...) and ``op`` itself for a NumPy function (np.matmul);
+    NotImplemented for an operand of a type the expansions do not know."""
+    key = "compare" if op in ("eq", "ne", "lt", "le", "gt", "ge") else "binary" if isinstance(op, str) else op
 
     def operator(self, other):
+        x, y = (other, self) if reflected else (self, other)
         try:
-            return binary(op, other, self) if reflected else binary(op, self, other)
+            return HANDLED[key](x, y) if key is op else HANDLED[key](op, x, y)
         except Unsupported:
             return NotImplemented
 
-    operator.__name__ = f"__{'r' if reflected else ''}{op if op != 'div' else 'truediv'}__"
+    operator.__name__ = f"__{'r' if reflected else ''}{_OPERATOR_NAMES.get(op, op)}__"
     return operator
 
 
@@ -139,17 +140,7 @@ class ExpansionArray:
     def __setitem__(self, key, value):
         """``x[key] = value``: value is promoted exactly to x's format (a value of a wider format, or
         one that x's R terms cannot hold exactly, is a ValueError)."""
-        if isinstance(value, ExpansionArray):
-            if _wider(value, self) != (self.nterms, self.dtype):
-                raise ValueError(f"cannot store {value.nterms} {value.dtype} terms into an array of {self.nterms} "
-                                 f"{self.dtype} terms without rounding: round explicitly with "
-                                 f"expansions.array(value, terms={self.nterms}, dtype='{self.dtype.name}')")
-            if value.device != self.device:
-                raise ValueError(f"operands on different devices: {value.device} and {self.device}")
-            t = _as_format(value, self.nterms, self.dtype).terms
-        else:
-            t = operand_terms(value, self.nterms, self.dtype, self.device)
-        self._terms[self._term_key(key)] = t
+        self._terms[self._term_key(key)] = HANDLED["terms_in_format"](value, self.nterms, self.dtype, self.device)
 
     # -- conversions ---------------------------------------------------------------------------
     def to_fraction(self):
@@ -265,38 +256,23 @@ class ExpansionArray:
     __truediv__ = _binary_operator("div")
     __rtruediv__ = _binary_operator("div", reflected=True)
 
-    def __matmul__(self, other):
-        return _handled(np.matmul, self, other)
-
-    def __rmatmul__(self, other):
-        return _handled(np.matmul, other, self)
+    __matmul__ = _binary_operator(np.matmul)
+    __rmatmul__ = _binary_operator(np.matmul, reflected=True)
+    __eq__ = _binary_operator("eq")
+    __ne__ = _binary_operator("ne")
+    __lt__ = _binary_operator("lt")
+    __le__ = _binary_operator("le")
+    __gt__ = _binary_operator("gt")
+    __ge__ = _binary_operator("ge")
 
     def __neg__(self):
-        return negative(self)
+        return HANDLED[np.negative](self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return absolute(self)
-
-    def __eq__(self, other):
-        return compare(self, other, "eq")
-
-    def __ne__(self, other):
-        return compare(self, other, "ne")
-
-    def __lt__(self, other):
-        return compare(self, other, "lt")
-
-    def __le__(self, other):
-        return compare(self, other, "le")
-
-    def __gt__(self, other):
-        return compare(self, other, "gt")
-
-    def __ge__(self, other):
-        return compare(self, other, "ge")
+        return HANDLED[np.absolute](self)
 
     # -- reductions and products (expansions.reduce, through the NumPy protocol's table) -------
     def sum(self, axis=None, dtype=None, out=None, keepdims=False):
@@ -358,169 +334,3 @@ class ExpansionArray:
         if self.size != 1:
             raise ValueError("the truth value of an ExpansionArray with more than one element is ambiguous")
         return bool(to_numpy(self._terms).reshape(-1, self.nterms)[0].any())
-
-
-# ----------------------------------------------------------------------------------------------
-# the dispatch of the operations: exact promotion, broadcasting, the backend's kernel
-
-
-def _wider(x: ExpansionArray, y: ExpansionArray):
-    """The format (R, dtype) both x and y convert to exactly: the larger R, float64 if either is."""
-    dt = np.dtype(np.float64) if np.float64 in (x.dtype, y.dtype) else np.dtype(np.float32)
-    return max(x.nterms, y.nterms), dt
-
-
-def _as_format(x: ExpansionArray, R: int, dt: np.dtype) -> ExpansionArray:
-    """x with R terms of dtype dt, where that format is at least as wide as x's (exact): float32 terms
-    become float64 ones (renormalized, error-free, to be ulp-nonoverlapping in float64), then zero
-    terms are appended."""
-    if (x.nterms, x.dtype) == (R, dt):
-        return x
-    xp = xp_of(x.terms)
-    t = x.terms
-    if x.dtype != dt:
-        flat = t.reshape(-1, x.nterms).astype(dt)
-        with np.errstate(all="ignore"):
-            t = for_terms(flat).renormalize(flat, x.nterms).reshape(t.shape)
-    if R > x.nterms:
-        t = xp.concatenate([t, xp.zeros(t.shape[:-1] + (R - x.nterms,), dtype=dt)], axis=-1)
-    return ExpansionArray(t)
-
-
-def operands(x, y, terms=None, dtype=None):
-    """x and y as ExpansionArrays of one format on one device: the wider of the expansions' formats
-    (see :func:`_wider`), or ``terms``/``dtype`` when given; an operand that is not an expansion is
-    promoted exactly (:func:`expansions.promote.operand_terms`).  An expansion of a wider format than
-    an explicit ``terms``/``dtype`` is rounded as :func:`expansions.array` rounds it."""
-    ex = [v for v in (x, y) if isinstance(v, ExpansionArray)]
-    if not ex:
-        raise TypeError("at least one operand must be an ExpansionArray")
-    if len(ex) == 2 and ex[0].device != ex[1].device:
-        raise ValueError(f"operands on different devices: {ex[0].device} and {ex[1].device}")
-    R, dt = _wider(ex[0], ex[-1])
-    R = R if terms is None else F.check_terms(terms)
-    dt = dt if dtype is None else F.canonical_dtype(dtype)
-    device = ex[0].device
-
-    def convert(v):
-        if not isinstance(v, ExpansionArray):
-            return ExpansionArray(operand_terms(v, R, dt, device))
-        if v.nterms <= R and (v.dtype == dt or dt == np.float64):
-            return _as_format(v, R, dt)
-        return HANDLED["array"](v, terms=R, dtype=dt.name, device=device)
-
-    return convert(x), convert(y)
-
-
-def flat_pair(x: ExpansionArray, y: ExpansionArray):
-    """The broadcast terms of x and y as (count, R) C-contiguous arrays, and the broadcast shape."""
-    try:
-        shape = np.broadcast_shapes(x.shape, y.shape)
-    except ValueError:
-        raise ValueError(f"shapes {x.shape} and {y.shape} do not broadcast") from None
-    xp = xp_of(x.terms)
-    xt = xp.ascontiguousarray(xp.broadcast_to(x.terms, shape + (x.nterms,))).reshape(-1, x.nterms)
-    yt = xp.ascontiguousarray(xp.broadcast_to(y.terms, shape + (y.nterms,))).reshape(-1, y.nterms)
-    return xt, yt, shape
-
-
-def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=None, dtype=None):
-    """The one dispatch helper of the arithmetic ('add', 'sub', 'mul', 'div'): promote exactly,
-    broadcast, run the kernel the method stands for, renormalize.  An operand of a type the expansions
-    do not know raises :class:`expansions.convert.Unsupported` (a TypeError)."""
-    one_term_divisor = op == "div" and not isinstance(y, ExpansionArray)
-    x, y = operands(x, y, terms, dtype)
-    R = x.nterms
-    alg = dispatch.method(op, method, R)
-    be = for_terms(x.terms)
-    xt, yt, shape = flat_pair(x, y)
-    if one_term_divisor and alg == "newton" and not bool((yt[:, 1:] != 0).any()):
-        yt = yt[:, :1]  # a divisor given as floats: the cheaper one-term kernel
-    with np.errstate(all="ignore"):
-        out = dispatch.kernel(op, alg, be)(xt, yt, R)
-        if renormalize:
-            out = dispatch.renormalizer(alg, be)(out, R)
-    return ExpansionArray(out.reshape(shape + (R,)))
-
-
-def unary(op: str, x, method: str = "auto", renormalize: bool = True) -> ExpansionArray:
-    """'sqrt' and 'reciprocal' of an ExpansionArray through the kernel :mod:`expansions.dispatch` picks."""
-    if not isinstance(x, ExpansionArray):
-        raise TypeError(f"{op} expects an ExpansionArray")
-    R = x.nterms
-    alg = "reciprocal" if op == "reciprocal" else dispatch.method(op, method, R)
-    be = for_terms(x.terms)
-    with np.errstate(all="ignore"):
-        out = dispatch.kernel(op, alg, be)(x.terms.reshape(-1, R), R)
-        if renormalize and alg in ("newton", "reciprocal"):
-            out = dispatch.renormalizer(alg, be)(out, R)
-    return ExpansionArray(out.reshape(x.terms.shape))
-
-
-def negative(x: ExpansionArray) -> ExpansionArray:
-    """-x (exact: every term negated)."""
-    return ExpansionArray(for_terms(x.terms).negate(x.terms.reshape(-1, x.nterms)).reshape(x.terms.shape))
-
-
-def renormalize(x, terms: int | None = None) -> ExpansionArray:
-    """x as an ulp-nonoverlapping expansion of ``terms`` terms (default: x's own R), from any terms.
-
-    Error-free when ``terms >= x.nterms``; with fewer terms, the least significant part is dropped.
-    """
-    if not isinstance(x, ExpansionArray):
-        raise TypeError("renormalize expects an ExpansionArray (use from_terms for a raw array)")
-    R = x.nterms if terms is None else F.check_terms(terms)
-    with np.errstate(all="ignore"):
-        out = for_terms(x.terms).renormalize(x.terms.reshape(-1, x.nterms), R)
-    return ExpansionArray(out.reshape(x.shape + (R,)))
-
-
-def sign(x: ExpansionArray):
-    """-1, 0 or +1 (NaN for NaN) per element, as a terms-dtype array: the sign of the exactly
-    renormalized value."""
-    be = for_terms(x.terms)
-    with np.errstate(all="ignore"):
-        r = be.renormalize(x.terms.reshape(-1, x.nterms), x.nterms)[:, 0].reshape(x.shape)
-    return xp_of(r).sign(r)
-
-
-def absolute(x: ExpansionArray) -> ExpansionArray:
-    """|x| (exact): x negated where its value is negative."""
-    xp = xp_of(x.terms)
-    return ExpansionArray(xp.where((sign(x) < 0)[..., None], -x.terms, x.terms))
-
-
-def compare(x, y, op: str):
-    """Exact comparisons ('eq', 'ne', 'lt', 'le', 'gt', 'ge'): the sign of x - y, computed error-free by
-    renormalizing the 2R terms (x, -y) to 2R terms.  Where a leading term is not finite, the IEEE
-    comparison of the leading terms decides (an expansion with a non-finite leading term is that IEEE
-    value); a NaN anywhere in a row makes every comparison but 'ne' false."""
-    try:
-        x, y = operands(x, y)
-    except Unsupported:
-        return NotImplemented
-    xt, yt, shape = flat_pair(x, y)
-    xp = xp_of(xt)
-    R2 = 2 * x.nterms
-    with np.errstate(all="ignore"):
-        both = xp.concatenate([xt, -yt], axis=1)
-        if xp is np or R2 <= F.MAX_TERMS:
-            d = for_terms(both).renormalize(both, R2)[:, 0]
-        else:  # more than 32 terms do not fit a warp: the twin on the host
-            d = xp.asarray(for_terms(to_numpy(both)).renormalize(to_numpy(both), R2)[:, 0])
-        x0, y0 = xt[:, 0], yt[:, 0]
-        special = ~(xp.isfinite(x0) & xp.isfinite(y0))
-        ieee = {"eq": x0 == y0, "ne": x0 != y0, "lt": x0 < y0, "le": x0 <= y0, "gt": x0 > y0, "ge": x0 >= y0}[op]
-        exact = {"eq": d == 0, "ne": d != 0, "lt": d < 0, "le": d <= 0, "gt": d > 0, "ge": d >= 0}[op]
-        res = xp.where(special, ieee, exact)
-    nan_row = ~xp.isfinite(xt).all(axis=1) & xp.isfinite(x0) | ~xp.isfinite(yt).all(axis=1) & xp.isfinite(y0)
-    res = xp.where(nan_row, op == "ne", res).reshape(shape)
-    return res if shape else bool(res)
-
-
-def _handled(func, *args):
-    """``HANDLED[func](*args)``, or NotImplemented when an operand's type is unknown to the expansions."""
-    try:
-        return HANDLED[func](*args)
-    except Unsupported:
-        return NotImplemented

@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import formats as F
-from .arraytype import ExpansionArray, implements, renormalize
+from .arraytype import ExpansionArray, implements
 from .backends import check_device, to_numpy, xp_of
 from .convert import exact_scalar, expansion_of_exact, terms_from_floats
 from .generate import random_terms
+from .operations import renormalize
 
 
 @implements("array")

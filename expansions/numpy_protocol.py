@@ -19,9 +19,10 @@ from functools import partial
 import numpy as np
 
 from . import reduce
-from .arraytype import HANDLED, ExpansionArray, absolute, binary, compare, implements, negative, operands, unary
+from .arraytype import HANDLED, ExpansionArray, implements
 from .backends import xp_of
 from .convert import Unsupported
+from .operations import absolute, binary, compare, negative, operands, unary
 from .promote import operand_terms
 
 _NOVALUE = object()
@@ -50,7 +51,7 @@ UFUNCS = {
     "positive": lambda x: _expansion_input(x, "positive").copy(),
     "absolute": lambda x: absolute(_expansion_input(x, "absolute")),
     "sqrt": lambda x: unary("sqrt", _expansion_input(x, "sqrt")),
-    **{name: partial(compare, op=op) for name, op in _COMPARISONS.items()},
+    **{name: partial(compare, op) for name, op in _COMPARISONS.items()},
 }
 
 

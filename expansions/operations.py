@@ -1,17 +1,212 @@
-"""The public operations: arithmetic with a choice of algorithm, and the exact unary operations.
+"""The operations and their dispatch to a backend.
 
-Each is a thin entry point over the dispatch of :mod:`expansions.arraytype` (exact promotion of the
-operands, broadcasting, the kernel :mod:`expansions.dispatch` chooses on the operands' backend).
-``terms=`` and ``dtype=`` set the format the operation runs in (default: the wider of the operands'
-formats, see :mod:`expansions.arraytype`); operands of a narrower format are converted exactly,
-wider ones are rounded as :func:`expansions.array` rounds them.
+:func:`binary` is the one dispatch helper of the arithmetic: it promotes the operands exactly to one
+format (:func:`operands`), broadcasts them, and calls the kernel :mod:`expansions.dispatch` chooses on
+the operands' backend (:mod:`expansions.backends`).  The operators of
+:class:`~expansions.arraytype.ExpansionArray` reach it through the array type's table
+(``HANDLED["binary"]``), so ``x + y`` reaches the backend in three calls.
+
+Formats: operands of different formats are promoted exactly to the wider one: R and S terms give
+max(R, S) terms, float32 and float64 terms give float64 terms (each float32 term is exact in
+float64; the terms are renormalized, error-free, to be ulp-nonoverlapping in float64).  ``terms=``
+and ``dtype=`` on :func:`add`, :func:`sub`, :func:`mul`, :func:`div` set the format the operation
+runs in instead; an operand of a wider format is then rounded as :func:`expansions.array` rounds it.
+
+The public functions (:func:`add`, ..., :func:`sqrt`, :func:`negative`, :func:`absolute`,
+:func:`renormalize`) are thin entry points over these helpers.
 """
 
 from __future__ import annotations
 
-from .arraytype import ExpansionArray, absolute, binary, negative, renormalize, unary
+import numpy as np
 
-__all__ = ["add", "sub", "mul", "div", "reciprocal", "sqrt", "negative", "absolute", "renormalize"]
+from . import dispatch
+from . import formats as F
+from .arraytype import HANDLED, ExpansionArray, implements
+from .backends import for_terms, to_numpy, xp_of
+from .promote import operand_terms
+
+__all__ = ["add", "sub", "mul", "div", "reciprocal", "sqrt", "negative", "absolute", "renormalize", "binary",
+           "unary", "compare", "operands", "flat_pair"]
+
+
+# ----------------------------------------------------------------------------------------------
+# the dispatch of the operations: exact promotion, broadcasting, the backend's kernel
+
+
+def _wider(x: ExpansionArray, y: ExpansionArray):
+    """The format (R, dtype) both x and y convert to exactly: the larger R, float64 if either is."""
+    dt = np.dtype(np.float64) if np.float64 in (x.dtype, y.dtype) else np.dtype(np.float32)
+    return max(x.nterms, y.nterms), dt
+
+
+def _as_format(x: ExpansionArray, R: int, dt: np.dtype) -> ExpansionArray:
+    """x with R terms of dtype dt, where that format is at least as wide as x's (exact): float32 terms
+    become float64 ones (renormalized, error-free, to be ulp-nonoverlapping in float64), then zero
+    terms are appended."""
+    if (x.nterms, x.dtype) == (R, dt):
+        return x
+    xp = xp_of(x.terms)
+    t = x.terms
+    if x.dtype != dt:
+        flat = t.reshape(-1, x.nterms).astype(dt)
+        with np.errstate(all="ignore"):
+            t = for_terms(flat).renormalize(flat, x.nterms).reshape(t.shape)
+    if R > x.nterms:
+        t = xp.concatenate([t, xp.zeros(t.shape[:-1] + (R - x.nterms,), dtype=dt)], axis=-1)
+    return ExpansionArray(t)
+
+
+def operands(x, y, terms=None, dtype=None):
+    """x and y as ExpansionArrays of one format on one device: the wider of the expansions' formats
+    (see :func:`_wider`), or ``terms``/``dtype`` when given; an operand that is not an expansion is
+    promoted exactly (:func:`expansions.promote.operand_terms`).  An expansion of a wider format than
+    an explicit ``terms``/``dtype`` is rounded as :func:`expansions.array` rounds it."""
+    ex = [v for v in (x, y) if isinstance(v, ExpansionArray)]
+    if not ex:
+        raise TypeError("at least one operand must be an ExpansionArray")
+    if len(ex) == 2 and ex[0].device != ex[1].device:
+        raise ValueError(f"operands on different devices: {ex[0].device} and {ex[1].device}")
+    R, dt = _wider(ex[0], ex[-1])
+    R = R if terms is None else F.check_terms(terms)
+    dt = dt if dtype is None else F.canonical_dtype(dtype)
+    device = ex[0].device
+
+    def convert(v):
+        if not isinstance(v, ExpansionArray):
+            return ExpansionArray(operand_terms(v, R, dt, device))
+        if v.nterms <= R and (v.dtype == dt or dt == np.float64):
+            return _as_format(v, R, dt)
+        return HANDLED["array"](v, terms=R, dtype=dt.name, device=device)
+
+    return convert(x), convert(y)
+
+
+@implements("terms_in_format")
+def terms_in_format(value, R: int, dt: np.dtype, device: str):
+    """The terms of ``value`` in the format (R, dt) on ``device``, exactly (``x[key] = value``): an
+    expansion of a wider format is a ValueError, any other value is promoted exactly."""
+    if not isinstance(value, ExpansionArray):
+        return operand_terms(value, R, dt, device)
+    if value.nterms > R or (value.dtype == np.float64 and dt == np.float32):
+        raise ValueError(f"cannot store {value.nterms} {value.dtype} terms into an array of {R} {dt} terms "
+                         f"without rounding: round explicitly with expansions.array(value, terms={R}, "
+                         f"dtype='{dt.name}')")
+    if value.device != device:
+        raise ValueError(f"operands on different devices: {value.device} and {device}")
+    return _as_format(value, R, dt).terms
+
+
+def flat_pair(x: ExpansionArray, y: ExpansionArray):
+    """The broadcast terms of x and y as (count, R) C-contiguous arrays, and the broadcast shape."""
+    try:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise ValueError(f"shapes {x.shape} and {y.shape} do not broadcast") from None
+    xp = xp_of(x.terms)
+    xt = xp.ascontiguousarray(xp.broadcast_to(x.terms, shape + (x.nterms,))).reshape(-1, x.nterms)
+    yt = xp.ascontiguousarray(xp.broadcast_to(y.terms, shape + (y.nterms,))).reshape(-1, y.nterms)
+    return xt, yt, shape
+
+
+@implements("binary")
+def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=None, dtype=None):
+    """The one dispatch helper of the arithmetic ('add', 'sub', 'mul', 'div'): promote exactly,
+    broadcast, run the kernel the method stands for, renormalize.  An operand of a type the expansions
+    do not know raises :class:`expansions.convert.Unsupported` (a TypeError)."""
+    one_term_divisor = op == "div" and not isinstance(y, ExpansionArray)
+    x, y = operands(x, y, terms, dtype)
+    R = x.nterms
+    alg = dispatch.method(op, method, R)
+    be = for_terms(x.terms)
+    xt, yt, shape = flat_pair(x, y)
+    if one_term_divisor and alg == "newton" and not bool((yt[:, 1:] != 0).any()):
+        yt = yt[:, :1]  # a divisor given as floats: the cheaper one-term kernel
+    with np.errstate(all="ignore"):
+        out = dispatch.kernel(op, alg, be)(xt, yt, R)
+        if renormalize:
+            out = dispatch.renormalizer(alg, be)(out, R)
+    return ExpansionArray(out.reshape(shape + (R,)))
+
+
+def unary(op: str, x, method: str = "auto", renormalize: bool = True) -> ExpansionArray:
+    """'sqrt' and 'reciprocal' of an ExpansionArray through the kernel :mod:`expansions.dispatch` picks."""
+    if not isinstance(x, ExpansionArray):
+        raise TypeError(f"{op} expects an ExpansionArray")
+    R = x.nterms
+    alg = "reciprocal" if op == "reciprocal" else dispatch.method(op, method, R)
+    be = for_terms(x.terms)
+    with np.errstate(all="ignore"):
+        out = dispatch.kernel(op, alg, be)(x.terms.reshape(-1, R), R)
+        if renormalize and alg in ("newton", "reciprocal"):
+            out = dispatch.renormalizer(alg, be)(out, R)
+    return ExpansionArray(out.reshape(x.terms.shape))
+
+
+@implements(np.negative)
+def negative(x: ExpansionArray) -> ExpansionArray:
+    """-x (exact: every term negated)."""
+    return ExpansionArray(for_terms(x.terms).negate(x.terms.reshape(-1, x.nterms)).reshape(x.terms.shape))
+
+
+def renormalize(x, terms: int | None = None) -> ExpansionArray:
+    """x as an ulp-nonoverlapping expansion of ``terms`` terms (default: x's own R), from any terms.
+
+    Error-free when ``terms >= x.nterms``; with fewer terms, the least significant part is dropped.
+    """
+    if not isinstance(x, ExpansionArray):
+        raise TypeError("renormalize expects an ExpansionArray (use from_terms for a raw array)")
+    R = x.nterms if terms is None else F.check_terms(terms)
+    with np.errstate(all="ignore"):
+        out = for_terms(x.terms).renormalize(x.terms.reshape(-1, x.nterms), R)
+    return ExpansionArray(out.reshape(x.shape + (R,)))
+
+
+def sign(x: ExpansionArray):
+    """-1, 0 or +1 (NaN for NaN) per element, as a terms-dtype array: the sign of the exactly
+    renormalized value."""
+    be = for_terms(x.terms)
+    with np.errstate(all="ignore"):
+        r = be.renormalize(x.terms.reshape(-1, x.nterms), x.nterms)[:, 0].reshape(x.shape)
+    return xp_of(r).sign(r)
+
+
+@implements(np.absolute)
+def absolute(x: ExpansionArray) -> ExpansionArray:
+    """|x| (exact): x negated where its value is negative."""
+    xp = xp_of(x.terms)
+    return ExpansionArray(xp.where((sign(x) < 0)[..., None], -x.terms, x.terms))
+
+
+@implements("compare")
+def compare(op: str, x, y):
+    """Exact comparisons ('eq', 'ne', 'lt', 'le', 'gt', 'ge'): the sign of x - y, computed error-free by
+    renormalizing the 2R terms (x, -y) to 2R terms.  Where a leading term is not finite, the IEEE
+    comparison of the leading terms decides (an expansion with a non-finite leading term is that IEEE
+    value); a NaN anywhere in a row makes every comparison but 'ne' false.  An operand of a type the
+    expansions do not know raises :class:`expansions.convert.Unsupported`."""
+    x, y = operands(x, y)
+    xt, yt, shape = flat_pair(x, y)
+    xp = xp_of(xt)
+    R2 = 2 * x.nterms
+    with np.errstate(all="ignore"):
+        both = xp.concatenate([xt, -yt], axis=1)
+        if xp is np or R2 <= F.MAX_TERMS:
+            d = for_terms(both).renormalize(both, R2)[:, 0]
+        else:  # more than 32 terms do not fit a warp: the twin on the host
+            d = xp.asarray(for_terms(to_numpy(both)).renormalize(to_numpy(both), R2)[:, 0])
+        x0, y0 = xt[:, 0], yt[:, 0]
+        special = ~(xp.isfinite(x0) & xp.isfinite(y0))
+        ieee = {"eq": x0 == y0, "ne": x0 != y0, "lt": x0 < y0, "le": x0 <= y0, "gt": x0 > y0, "ge": x0 >= y0}[op]
+        exact = {"eq": d == 0, "ne": d != 0, "lt": d < 0, "le": d <= 0, "gt": d > 0, "ge": d >= 0}[op]
+        res = xp.where(special, ieee, exact)
+    nan_row = ~xp.isfinite(xt).all(axis=1) & xp.isfinite(x0) | ~xp.isfinite(yt).all(axis=1) & xp.isfinite(y0)
+    res = xp.where(nan_row, op == "ne", res).reshape(shape)
+    return res if shape else bool(res)
+
+
+# ----------------------------------------------------------------------------------------------
+# public operations
 
 
 def add(x, y, method: str = "auto", renormalize: bool = True, terms=None, dtype=None) -> ExpansionArray:

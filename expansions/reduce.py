@@ -23,8 +23,9 @@ import math
 
 import numpy as np
 
-from .arraytype import ExpansionArray, operands
+from .arraytype import ExpansionArray
 from .backends import for_terms, xp_of
+from .operations import operands
 
 
 def _result(terms, shape, R) -> ExpansionArray:

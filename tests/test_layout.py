@@ -120,3 +120,30 @@ def test_one_table_for_kernels_launchers_twins_and_backends():
         assert len(params) == len(inspect.signature(launcher).parameters), name
         if hasattr(backends.cpu, name):
             assert getattr(backends.cpu, name) is twin and getattr(backends.cuda, name) is launcher, name
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_x_plus_y_reaches_the_backend_in_three_calls(R):
+    """``x + y`` -> ``ExpansionArray.__add__`` -> ``operations.binary`` -> the backend's kernel."""
+    import sys
+
+    import expansions as ex
+    from expansions import backends
+
+    x, y = ex.random(4, terms=R, seed=1), ex.random(4, terms=R, seed=2)
+    kernel = backends.cpu.add_safe if R > 2 else backends.cpu.dw_binary
+    here, depth = sys._getframe().f_code, []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is kernel.__code__ and not depth:
+            f, d = frame, 0
+            while f is not None and f.f_code is not here:
+                f, d = f.f_back, d + 1
+            depth.append(d)
+
+    sys.setprofile(profile)
+    try:
+        x + y
+    finally:
+        sys.setprofile(None)
+    assert depth == [3]
