@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-extras="test,plot"
+extras="test,plot,dask"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
   major=$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9]*\).*/\1/p' | head -n 1)
   if [ "${major:-12}" -ge 13 ]; then extras="$extras,cuda13"; else extras="$extras,cuda12"; fi

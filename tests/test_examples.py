@@ -75,3 +75,9 @@ def test_examples_refuse_a_missing_gpu():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot run on cuda" in proc.stderr
+
+
+def test_dask_dot_quick():
+    pytest.importorskip("distributed")
+    out = check_ok(run_example("dask_dot.py"))
+    assert "same bits as expansions.dot on one process: True" in out
