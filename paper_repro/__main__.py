@@ -21,7 +21,7 @@ from expansions.dw import verify as dw_verify
 
 from . import collange2016
 
-SEED_MODULES = ("seed002_dagraca", "seed000_warwick", "seed003_innocente")
+SEED_MODULES = ("seed002_dagraca", "seed000_warwick", "seed003_innocente", "seed004_surineni")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -111,6 +111,9 @@ def main(argv=None) -> int:
             res = mod.run(quick=args.quick)
             summary[name] = res
             md += [mod.markdown(res), ""]
+            png = mod.plot(res, out) if hasattr(mod, "plot") else None
+            if png:
+                md += [f"![{name}]({png.name})", ""]
 
     summary["seconds"] = time.time() - t_start
     (out / "results.json").write_text(json.dumps(summary, indent=1, default=str))
