@@ -1,9 +1,9 @@
 """Which kernel runs an operation: the algorithm a method name stands for, on which backend.
 
-The operations of :mod:`expansions.arraytype` (the operators) and :mod:`expansions.operations` (the
-public functions) call :func:`kernel` once per operation with the operation, the method name, R and
-the backend of the operands (:mod:`expansions.backends`), and then the function it returns on the
-(count, n) arrays of terms.  At R = 2 the double-word algorithms of :mod:`expansions.dw` are
+The dispatch of :mod:`expansions.operations` (which the operators and the public functions share)
+calls :func:`method` and :func:`kernel` once per operation, with the operation, the method name, R
+and the backend of the operands (:mod:`expansions.backends`), and then the function :func:`kernel`
+returns on the (count, n) arrays of terms.  At R = 2 the double-word algorithms of :mod:`expansions.dw` are
 selectable by name and are the defaults (``R2_DEFAULTS``).
 """
 
