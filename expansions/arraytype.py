@@ -154,18 +154,22 @@ class ExpansionArray:
         return exact_values(self._terms, lambda q: mpf_from_fraction(q) if type(q) is Fraction else mpmath.mpf(q))
 
     def __float__(self):
+        """The value correctly rounded to float64 (see :meth:`to_float`)."""
         if self.ndim != 0:
             raise TypeError("only a 0-d ExpansionArray converts to float")
-        q = self.to_fraction()
-        return fraction_to_float(q) if type(q) is Fraction else float(q)
+        return float(self.to_float())
 
     def to_float(self):
-        """The value correctly rounded to float64, as a NumPy array of the logical shape."""
+        """The value correctly rounded to float64 (half to even; beyond the largest float64, ±inf), as a
+        NumPy array of the logical shape.  A zero value gives the zero with its leading term's sign."""
         q = self.to_fraction()
+        lead = to_numpy(self._terms)[..., 0].astype(np.float64)
         if self.ndim == 0:
-            return np.float64(fraction_to_float(q) if type(q) is Fraction else q)
-        return np.vectorize(lambda v: fraction_to_float(v) if type(v) is Fraction else float(v),
-                            otypes=[np.float64])(q)
+            f = np.float64(fraction_to_float(q) if type(q) is Fraction else q)
+        else:
+            f = np.vectorize(lambda v: fraction_to_float(v) if type(v) is Fraction else float(v),
+                             otypes=[np.float64])(q)
+        return np.where(f == 0, np.copysign(f, lead), f)[()]
 
     def to_device(self, device: str) -> ExpansionArray:
         """A copy on ``'cpu'`` (NumPy) or ``'cuda'`` (CuPy); the same array if already there."""
@@ -189,8 +193,9 @@ class ExpansionArray:
 
         The digit rule: a decimal unit in the last place at that many digits is at least 5 times the
         expansion's own binary resolution, so every printed digit is carried by the terms; the digits
-        are the exact value correctly rounded (half to even).  They are not enough to read the same
-        terms back: ``format(x, f".{x.digits() + 1}e")`` shows more, ``x.to_decimal()`` all of them."""
+        are the exact value correctly rounded (half to even).  They are not always enough to read the
+        same value back: ``str`` prints more where needed (the fewest that read back, see
+        :func:`expansions.text.round_trip_digits`); ``x.to_decimal()`` gives all of them."""
         b = np.max(self.effective_bits()) if self.size else 0
         return max(1, int(b * math.log10(2)))
 
@@ -208,12 +213,18 @@ class ExpansionArray:
         return q
 
     # -- text ----------------------------------------------------------------------------------
+    def _str_items(self):
+        """``str`` of each element, as a NumPy object array of the logical shape."""
+        n, R, fmt = self.digits(), self.nterms, self.format
+        if self.ndim == 0:
+            return np.array(format_scalar(self.to_decimal(), n, R, fmt), dtype=object)
+        items = [format_scalar(d, n, R, fmt) for d in self.to_decimal().reshape(-1)]
+        return np.array(items, dtype=object).reshape(self.shape)
+
     def __str__(self):
         if self.ndim == 0:
-            return format_scalar(self.to_decimal(), self.digits())
-        items = [format_scalar(d, self.digits()) for d in self.to_decimal().reshape(-1)]
-        return np.array2string(np.array(items, dtype=object).reshape(self.shape), separator=", ",
-                               formatter={"all": str})
+            return str(self._str_items()[()])
+        return np.array2string(self._str_items(), separator=", ", formatter={"all": str})
 
     def __format__(self, spec: str) -> str:
         """Python's format-spec mini-language for floats (``[[fill]align][sign][z][#][0][width]
@@ -229,10 +240,17 @@ class ExpansionArray:
         if self.ndim != 0:
             raise TypeError("unsupported format string passed to ExpansionArray.__format__ (arrays accept "
                             "only ''; format the elements)")
-        return format_spec(self.to_decimal(), self.digits(), spec)
+        return format_spec(self.to_decimal(), self.digits(), spec, self.nterms, self.format)
 
     def __repr__(self):
-        body = f"'{self}'" if self.ndim == 0 else str(self)
+        """``expansions.array('...', terms=R, dtype=...)``, each value a quoted string as ``str`` prints it,
+        so that ``eval(repr(x))`` reads back to the same values (strings are read exactly; unquoted
+        digits would be Python floats)."""
+        if self.ndim == 0:
+            body = f"'{self}'"
+        else:
+            body = np.array2string(self._str_items(), separator=", ", formatter={"all": lambda s: f"'{s}'"},
+                                   prefix="expansions.array(")
         dev = "" if self.device == "cpu" else f", device='{self.device}'"
         return f"expansions.array({body}, terms={self.nterms}, dtype='{self.dtype.name}'{dev})"
 

@@ -39,9 +39,9 @@ def fraction_to_float(q: Fraction) -> float:
 
 
 def nonfinite_value(row):
-    """The IEEE value a row with a non-finite term stands for (decision 6)."""
+    """The IEEE value a row with a non-finite term stands for (decision 6); any NaN is the canonical one."""
     lead = float(row[0])
-    if not math.isfinite(lead):
+    if math.isinf(lead):
         return lead
     return math.nan
 
@@ -136,10 +136,14 @@ def exact_scalar(v, prec: int = 2200):
             return float(f)
         return Fraction(f) if isinstance(f, float) else Fraction(*f.as_integer_ratio())
     if isinstance(v, decimal.Decimal):
+        if v.is_nan():
+            return math.nan  # quiet or signaling, any sign: the canonical NaN
         if not v.is_finite():
             return float(v)
         if v.is_zero() and v.is_signed():
             return -0.0
+        if abs(v.adjusted()) > _FAR:  # far beyond every format's range: as for strings (no gigantic integer)
+            v = decimal.Decimal((v.is_signed(), (1,), _FAR + 1 if v.adjusted() > 0 else -_FAR - 1))
         return Fraction(v)
     if isinstance(v, mpmath.mpf) or hasattr(v, "_mpf_"):
         if not isinstance(v, mpmath.mpf):
@@ -147,16 +151,42 @@ def exact_scalar(v, prec: int = 2200):
                 v = mpmath.mpf(v)
         if not mpmath.isfinite(v):
             return float(v)
+        sign, man, exp, bc = v._mpf_
+        if man and abs(exp + bc) > _FAR:  # as for hexadecimal strings
+            v = mpmath.mpf((-1 if sign else 1, _FAR + 1 if exp + bc > 0 else -_FAR - 1))
         return fraction_from_mpf(v)
     if isinstance(v, str):
         return parse_string(v)
     raise Unsupported(f"cannot convert {type(v).__name__} {v!r} to an expansion")
 
 
+def exact_scalar_for(v, R: int, fmt: F.Format):
+    """:func:`exact_scalar` of v, except for an mpmath constant (``mpmath.pi``; it has an ``_mpf_``
+    but is no mpf): a rational whose R-term rounding is the constant's correct R-term rounding.
+
+    Ziv's strategy: evaluate the constant with P = R*p + 64 bits (mpmath rounds it to nearest, an
+    error below one unit of its last bit); the greedy R-term rounding is monotone, so when both ends
+    of the interval of radius 2 units around the evaluation round to the same terms, every real in
+    it does, the constant included; otherwise double P."""
+    if not (hasattr(v, "_mpf_") and not isinstance(v, mpmath.mpf)):
+        return exact_scalar(v, R * fmt.p + 64)
+    prec = R * fmt.p + 64
+    for _ in range(8):
+        with mpmath.workprec(prec):
+            m = mpmath.mpf(v)
+        q = fraction_from_mpf(m)
+        _, man, exp, bc = m._mpf_
+        radius = Fraction(2) ** (exp + bc - prec + 1)
+        if round_to_expansion(q - radius, R, fmt) == round_to_expansion(q + radius, R, fmt):
+            return q
+        prec *= 2
+    raise ArithmeticError(f"cannot round {v!r} to {R} terms: no agreement at {prec // 2} bits")  # pragma: no cover
+
+
 def expansion_of_exact(q, R: int, fmt: F.Format):
     """Terms (floats) of the exact value q correctly rounded to R terms (greedy, then ulp-nonoverlapping)."""
     if type(q) is not Fraction:
-        return [q] + [0.0] * (R - 1)
+        return [math.nan if q != q else q] + [0.0] * (R - 1)  # the canonical NaN, whatever its sign
     if q == 0:
         return [0.0] * R
     return [_fp.to_float(t) for t in round_to_expansion(q, R, fmt)]
@@ -165,26 +195,31 @@ def expansion_of_exact(q, R: int, fmt: F.Format):
 def split_to_float32(a, R: int):
     """Float64 values (a NumPy or CuPy array) split greedily into R float32 terms, each the correctly
     rounded value of what remains (the remainder is exact in float64): ``(terms, rest)``, with
-    ``rest`` what R terms could not hold (0 where they hold the value exactly).  A row whose leading
-    term is not finite has zero trailing terms."""
+    ``rest`` what R terms could not hold (0 where they hold the value exactly).  As
+    :func:`expansions.reference.exact.round_to_expansion`: zero terms after the leading one are +0.0,
+    a row whose leading term is not finite has zero trailing terms, a NaN is the canonical quiet NaN."""
     xp = xp_of(a)
     out = xp.zeros(a.shape + (R,), dtype=np.float32)
     rest = a.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(R):
             t = rest.astype(np.float32)
-            out[..., k] = t
+            out[..., k] = t if k == 0 else t + np.float32(0)  # x + 0 turns -0.0 into +0.0
             rest = xp.where(xp.isfinite(t), rest - t.astype(np.float64), 0.0)
     out[~xp.isfinite(out[..., 0]), 1:] = 0
+    out[..., 0] = xp.where(xp.isnan(out[..., 0]), xp.asarray(np.nan, dtype=np.float32), out[..., 0])
     return out, rest
 
 
 def terms_from_floats(a: np.ndarray, R: int, dtype: np.dtype) -> np.ndarray:
-    """Exact expansions of a float array: each float64/float32 value split greedily into R terms."""
+    """Exact expansions of a float array: each float16/32/64 value split greedily into R terms, as
+    :func:`expansions.reference.exact.round_to_expansion` does (zero terms after the leading one are
+    +0.0; a NaN becomes the canonical quiet NaN, its sign and payload dropped)."""
     if dtype == np.float32 and a.dtype == np.float64:
         return split_to_float32(a, R)[0]
     out = np.zeros(a.shape + (R,), dtype=dtype)
     out[..., 0] = a.astype(dtype)
+    out[np.isnan(out[..., 0]), 0] = np.nan
     return out
 
 

@@ -10,9 +10,8 @@ import numpy as np
 from . import formats as F
 from .arraytype import ExpansionArray, implements
 from .backends import check_device, to_numpy, xp_of
-from .convert import exact_scalar, expansion_of_exact, terms_from_floats
+from .convert import exact_scalar_for, expansion_of_exact, terms_from_floats
 from .generate import random_terms
-from .operations import renormalize
 
 
 @implements("array")
@@ -23,6 +22,11 @@ def array(obj, terms: int = 2, dtype="float64", device: str = "cpu") -> Expansio
     Each value is correctly rounded to ``terms`` terms: the leading term is the float nearest to
     the value, each next term the float nearest to what remains, so the terms are ulp-nonoverlapping.
     Floats are represented exactly whenever ``terms`` suffice (a float64 needs 3 float32 terms).
+    Signs: a zero value's leading term carries the input's sign (also for a negative value that
+    underflows), every later zero term is +0.0; beyond the format's range the result is
+    ``(±inf, 0, ..., 0)``; every NaN becomes the canonical quiet NaN.  An ExpansionArray of the same
+    dtype keeps its terms (a copy, padded with zeros to more terms); to fewer terms or another dtype
+    its exact value is rounded as above.  Complex values and unknown objects are a TypeError.
     """
     R = F.check_terms(terms)
     dt = F.canonical_dtype(dtype)
@@ -31,15 +35,15 @@ def array(obj, terms: int = 2, dtype="float64", device: str = "cpu") -> Expansio
     if isinstance(obj, ExpansionArray):
         if obj.nterms == R and obj.dtype == dt:
             return obj.to_device(device).copy()
-        if obj.dtype == dt and R < obj.nterms:
-            return renormalize(obj, terms=R).to_device(device)
-        if obj.dtype == dt:
+        if obj.dtype == dt and R > obj.nterms:
             t = to_numpy(obj.terms)
             pad = np.zeros(t.shape[:-1] + (R - obj.nterms,), dtype=dt)
             return ExpansionArray(np.concatenate([t, pad], axis=-1)).to_device(device)
-        obj = obj.to_fraction()
+        obj = obj.to_decimal()  # fewer terms or another dtype: the exact value (signed zeros kept), rounded
     if xp_of(obj) is not np:
         obj = obj.get()
+    if isinstance(obj, np.ndarray) and obj.dtype.kind not in "biufOUS":
+        raise TypeError(f"cannot convert an array of dtype {obj.dtype} to expansions (real numbers only)")
     if isinstance(obj, np.ndarray) and obj.dtype.kind == "f" and obj.dtype.itemsize <= 8:
         return ExpansionArray(terms_from_floats(obj, R, dt)).to_device(device)
     a = np.asarray(obj, dtype=object) if not isinstance(obj, np.ndarray) else obj.astype(object)
@@ -49,7 +53,7 @@ def array(obj, terms: int = 2, dtype="float64", device: str = "cpu") -> Expansio
         if isinstance(v, ExpansionArray):
             raise TypeError("expansions.array: a sequence of ExpansionArrays is not a value; use "
                             "expansions.stack or expansions.concatenate")
-        out[i] = expansion_of_exact(exact_scalar(v, R * fmt.p + 64), R, fmt)
+        out[i] = expansion_of_exact(exact_scalar_for(v, R, fmt), R, fmt)
     return ExpansionArray(out.reshape(a.shape + (R,))).to_device(device)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import formats as F
 from .backends import to_device, to_numpy, xp_of
-from .convert import Unsupported, exact_scalar, expansion_of_exact, split_to_float32
+from .convert import Unsupported, exact_scalar_for, expansion_of_exact, split_to_float32
 
 
 def inexact(value, R: int, dt: np.dtype, extra: str = ""):
@@ -44,7 +44,7 @@ def _rounding_allowed(v) -> bool:
 def _scalar_terms(v, R: int, dt: np.dtype) -> list:
     """The R terms of a scalar operand: exact, or rounded where allowed; else ValueError."""
     fmt = F.format_of(dt)
-    q = exact_scalar(v, R * fmt.p + 64)
+    q = exact_scalar_for(v, R, fmt)
     terms = expansion_of_exact(q, R, fmt)
     if type(q) is Fraction and q != 0 and not _rounding_allowed(v):
         if not all(math.isfinite(t) for t in terms) or \
@@ -81,6 +81,8 @@ def _array_terms(a, R: int, dt: np.dtype):
     if kind == "b" or (kind == "f" and (size <= dt.itemsize or size <= 2)) or \
             (kind in "iu" and (size <= 2 or (size <= 4 and dt == np.float64))):
         out[..., 0] = a.astype(dt)  # exact: the values fit one term
+        if kind == "f":  # the canonical NaN, whatever its sign and payload
+            out[..., 0] = xp.where(xp.isnan(out[..., 0]), xp.asarray(np.nan, dtype=dt), out[..., 0])
         return out
     if kind == "f" and size == 8:  # float64 values into float32 terms: exact only if nothing remains
         out, rest = split_to_float32(a, R)

@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..formats import Format
-from .fp import exact, is_finite, round_fraction, to_float
+from .fp import exact, is_finite, is_zero, round_fraction, to_float
 from .mpf import fraction_from_mpf, mpf_from_fraction
 
 __all__ = ["exact_rows", "exact_value", "round_to_expansion", "to_floats", "fraction_from_mpf", "mpf_from_fraction"]
@@ -47,13 +47,19 @@ def round_to_expansion(q: Fraction, R: int, fmt: Format):
     """R terms (reference values) whose leading term is RN(q) and each next term is RN of the rest.
 
     A value beyond the format's range gives ``(±inf, 0, ..., 0)``; what lies below the smallest
-    subnormal after R terms is lost (design decision 9)."""
+    subnormal after R terms is lost (design decision 9).  Signs of zeros: the leading term of a
+    nonzero value that rounds to zero is a zero with the value's sign (``-1e-400`` gives ``-0.0``);
+    every zero term after the leading one is ``+0.0``, whatever the sign of a remainder lost below
+    the smallest subnormal, so that one value has one set of terms (and the sign of a zero expansion
+    is the sign of its leading term)."""
     terms = []
     rest = Fraction(q)
-    for _ in range(R):
+    for k in range(R):
         t = round_fraction(rest, fmt)
         if not is_finite(t):
             return tuple([t] + [0.0] * (R - 1))
+        if k > 0 and is_zero(t):
+            t = 0.0
         terms.append(t)
         rest -= exact(t)
     return tuple(terms)
