@@ -6,15 +6,16 @@ Exact, with the array module of the terms (CPU and GPU alike):
   NaN propagates as in NumPy), :func:`sign`, :func:`signbit`, :func:`isfinite`, :func:`isnan`,
   :func:`isinf`;
 - :func:`floor`, :func:`ceil`, :func:`trunc`, :func:`rint` (half to even).  The method
-  (:func:`_integer_part`): with t_i the terms, ``x = sum floor(t_i) + S`` where ``S = sum (t_i -
-  floor(t_i))``; each ``t_i - floor(t_i)`` is exact (a float and its floor share the exponent range
-  above the unit, so the difference is a float in [0, 1)), S lies in [0, R) and is renormalized
-  error-free, ``k = floor(S)`` is the floor of its leading term, less one when S is below that integer
-  (an exact comparison).  Then ``floor(x) = sum floor(t_i) + k`` (R + 1 integer floats, renormalized
-  error-free) and the fractional part ``d = S - k`` is exact in [0, 1).  ceil adds ``d != 0``, rint
-  compares d with 1/2 exactly and breaks ties by the parity of floor(x) (the sum of ``fmod(f_i, 2)``,
-  exact).  The integer is rounded to R terms only if it needs more (it never needed more on the
-  tested inputs: the integer terms of an ulp-nonoverlapping expansion plus one correction fit).  A
+  (:func:`_integer_part`): with t_i the terms, ``x = sum trunc(t_i) + S`` where ``S = sum (t_i -
+  trunc(t_i))``; each ``t_i - trunc(t_i)`` is exact (the bits of t_i below the unit, a float of
+  t_i's sign; ``t_i - floor(t_i)`` would not be: 1 - 2^-80 is not a float64), S lies in (-R, R) and is
+  renormalized error-free, ``k = floor(S)`` is the floor of its leading term, corrected by one down or
+  up by two exact comparisons (S < k, S >= k + 1).  Then ``floor(x) = sum trunc(t_i) + k`` (R + 1
+  integer floats, renormalized error-free) and the fractional part ``d = S - k`` is exact in [0, 1).
+  ceil adds ``d != 0``, rint compares d with 1/2 exactly and breaks ties by the parity of floor(x)
+  (the sum of ``fmod(f_i, 2)`` over its integer terms f_i, exact).  The integer is cut to R terms only if it needs more (it never needed more on the tested
+  inputs, adversarial ones included: the integer terms of an ulp-nonoverlapping expansion plus one
+  correction fit).  A
   zero result has the sign of x (``floor(-0.0) = -0.0``, ``ceil(-0.5) = -0.0``, as NumPy).
 
 With R-term arithmetic (stated per function):
@@ -162,13 +163,13 @@ def _integer_part(x: ExpansionArray):
         t = x.terms
         finite = xp.isfinite(t).all(axis=-1)
         t = xp.where(finite[..., None], t, 0)
-        f = xp.floor(t)
-        S = _renorm(t - f, R)  # exact: each t_i - floor(t_i) is a float in [0, 1)
-        k = xp.floor(S[..., 0])
-        below = xp.asarray(compare("lt", ExpansionArray(S), _one_term(k, x)))
-        k = k - below.astype(k.dtype)
-        ints = xp.concatenate([f, k[..., None]], axis=-1)
-        d = _renorm(xp.concatenate([S, -k[..., None]], axis=-1), R + 1)
+        g = xp.trunc(t)
+        S = ExpansionArray(_renorm(t - g, R))  # exact: t_i - trunc(t_i) is the bits of t_i below the unit
+        k = xp.floor(S.terms[..., 0])  # floor(S) is k - 1, k or k + 1: decided by exact comparisons
+        k = k - xp.asarray(compare("lt", S, _one_term(k, x))).astype(k.dtype)
+        k = k + xp.asarray(compare("ge", S, _one_term(k + 1, x))).astype(k.dtype)
+        ints = xp.concatenate([g, k[..., None]], axis=-1)
+        d = _renorm(xp.concatenate([S.terms, -k[..., None]], axis=-1), R + 1)
     return ints, ExpansionArray(d), finite
 
 
