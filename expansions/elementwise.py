@@ -13,9 +13,12 @@ Exact, with the array module of the terms (CPU and GPU alike):
   up by two exact comparisons (S < k, S >= k + 1).  Then ``floor(x) = sum trunc(t_i) + k`` (R + 1
   integer floats, renormalized error-free) and the fractional part ``d = S - k`` is exact in [0, 1).
   ceil adds ``d != 0``, rint compares d with 1/2 exactly and breaks ties by the parity of floor(x)
-  (the sum of ``fmod(f_i, 2)`` over its integer terms f_i, exact).  The integer is cut to R terms
-  only if it needs more (it never needed more on the tested inputs, adversarial ones included: the
-  integer terms of an ulp-nonoverlapping expansion plus one correction fit).  A zero result has the
+  (the sum of ``fmod(f_i, 2)`` over its integer terms f_i, exact).  For an ulp-nonoverlapping x the
+  integer fits R terms: let t_j be the first term with bits below the unit (if none, x is an integer
+  and floor(x) = x); then |t_j| < 2^(p-1), ulp(t_j) < 1, so every later term has |t_i| < 1 and S lies
+  in (-2, 2); floor(x) = t_0 + ... + t_{j-1} + (trunc(t_j) + k), the last an integer below 2^p in
+  magnitude, one float: j + 1 <= R terms.  The R + 1 integer terms are renormalized to R + 1 terms
+  (error-free) and the first R kept; the tests check the result against the exact floor.  A zero result has the
   sign of x (``floor(-0.0) = -0.0``, ``ceil(-0.5) = -0.0``, as NumPy).
 
 With R-term arithmetic (stated per function):
