@@ -102,7 +102,7 @@ def _tree(t, combine):
 def prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """``np.prod`` (one axis or all): pairwise tree of truncated products; empty gives 1."""
     _reject("np.prod", dtype, initial=initial, where=where)
-    t, rest, a = _rows(_check(x, "prod"), axis)
+    t, rest, a = _rows(_check(x, "prod"), _single_axis(axis, x, "np.prod"))
     xp = xp_of(t)
     if t.shape[1] == 0:
         r = _one_term(xp.ones(rest, dtype=x.dtype), x)

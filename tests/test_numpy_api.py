@@ -169,6 +169,18 @@ def test_integer_parts_exact(name, ref, np_ref):
     assert s.terms[0, 0] == np.inf and s.terms[1, 0] == -np.inf and np.isnan(s.terms[2, 0])
 
 
+def test_integer_parts_random_formats():
+    """floor/ceil/trunc/rint against Fractions on random expansions of five formats, half of the terms
+    one ulp of the previous (the carries the integer part must get right)."""
+    for seed in range(10):
+        for R, dt in [(2, "float64"), (3, "float64"), (5, "float64"), (4, "float32"), (8, "float32")]:
+            x = ex.random((300,), terms=R, dtype=dt, seed=seed, exponent_range=(-4, 70 if dt == "float64" else 40),
+                          p_ulp=0.3)
+            q = fr(x)
+            for name, ref in [("floor", math.floor), ("ceil", math.ceil), ("trunc", math.trunc), ("rint", round)]:
+                assert all(a == ref(b) for a, b in zip(fr(getattr(np, name)(x)), q)), (seed, R, dt, name)
+
+
 def test_python_integer_conversions():
     x = ex.from_terms(np.array([2.0**60, -0.5]))
     assert int(x) == 2**60 - 1 and math.floor(x) == 2**60 - 1 and math.ceil(x) == 2**60
@@ -257,7 +269,7 @@ def test_mean_prod_cumulative():
     p = np.prod(x, axis=1)
     assert p.shape == (3,) and list(fr(p)) == [math.prod(Fraction(v) for v in r) for r in a]
     assert fr(np.prod(x)) == math.prod(Fraction(v) for v in a.ravel())
-    assert np.prod(x, axis=0, keepdims=True).shape == (1, 5)
+    assert np.prod(x, axis=0, keepdims=True).shape == (1, 5) and same(np.prod(x, axis=(0, 1)), np.prod(x))
     for f in (np.cumsum, np.cumprod):
         for axis in (None, 0, 1, -1):
             r, e = f(x, axis=axis), f(a, axis=axis)
