@@ -194,6 +194,12 @@ def common_format(values):
     return max(v.nterms for v in ex), dt, ex[0].device
 
 
+def _no_dtype(what, dtype):
+    if dtype is not None:
+        raise TypeError(f"{what}: dtype= is not supported (operands are promoted exactly to the widest format; "
+                        "use astype)")
+
+
 def _in_format(v, R, dt, device):
     if isinstance(v, ExpansionArray):
         return _as_format(v, R, dt).terms
@@ -204,6 +210,7 @@ def _in_format(v, R, dt, device):
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     """``np.concatenate`` (``axis=None`` flattens first); operands promoted exactly to the widest
     format (:func:`common_format`)."""
+    _no_dtype("np.concatenate", dtype)
     arrays = list(arrays)
     R, dt, device = common_format(arrays)
     ts = [_in_format(v, R, dt, device) for v in arrays]
@@ -220,6 +227,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     """``np.stack``: a new axis ``axis``; operands promoted exactly to the widest format."""
+    _no_dtype("np.stack", dtype)
     arrays = list(arrays)
     R, dt, device = common_format(arrays)
     ts = [_in_format(v, R, dt, device) for v in arrays]

@@ -78,6 +78,8 @@ def test_views_and_errors():
         np.take(x, [4], axis=1)
     with pytest.raises(ValueError):
         np.concatenate([x, x[:, :1]])
+    with pytest.raises(TypeError, match="dtype"):
+        np.concatenate([x, x], dtype=np.float32)
     with pytest.raises(ValueError, match="zero-dimensional"):
         np.concatenate([x[0, 0], x[0, 0]])
 
