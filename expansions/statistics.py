@@ -225,9 +225,10 @@ def _sorted_rows(t):
     nan = xp.asarray(isnan(ExpansionArray(r)))
     with np.errstate(all="ignore"):
         keys = [xp.where(nan, 0, r[..., j]) for j in range(R - 1, -1, -1)] + [nan.astype(t.dtype)]
+    stable = {"kind": "stable"} if xp is np else {}  # CuPy's sort is always stable
     for key in keys:  # least significant key first, stable sorts
         k = xp.take_along_axis(key, order, axis=1)
-        order = xp.take_along_axis(order, xp.argsort(k, axis=1, kind="stable"), axis=1)
+        order = xp.take_along_axis(order, xp.argsort(k, axis=1, **stable), axis=1)
     v = xp.take_along_axis(t, order[..., None], axis=1)
     for _ in range(n + 1):  # odd-even transposition with exact comparisons; at most n rounds
         swapped = False
