@@ -47,7 +47,8 @@ def implements(key):
     return register
 
 
-_OPERATOR_NAMES = {"div": "truediv", np.matmul: "matmul"}
+_OPERATOR_NAMES = {"div": "truediv", np.matmul: "matmul", np.power: "pow", np.floor_divide: "floordiv",
+                   np.remainder: "mod"}
 
 
 def _binary_operator(op, reflected: bool = False):
@@ -66,6 +67,19 @@ def _binary_operator(op, reflected: bool = False):
 
     operator.__name__ = f"__{'r' if reflected else ''}{_OPERATOR_NAMES.get(op, op)}__"
     return operator
+
+
+def _method(key, doc: str | None = None):
+    """A method that calls ``HANDLED[key](self, ...)``: ``key`` a NumPy function (the method is
+    ``numpy.<name>(self, ...)``) or the name of an entry registered by a module above."""
+
+    def method(self, *args, **kwargs):
+        return HANDLED[key](self, *args, **kwargs)
+
+    name = getattr(key, "__name__", key)
+    method.__name__ = name if isinstance(key, str) and name.startswith("__") else str(name).split(".")[-1]
+    method.__doc__ = doc or f"``numpy.{name}(self, ...)`` (see the implementation registered for it)."
+    return method
 
 
 class ExpansionArray:
@@ -263,6 +277,33 @@ class ExpansionArray:
     def copy(self) -> ExpansionArray:
         return ExpansionArray(self._terms.copy())
 
+    # -- NumPy's methods: implementations in expansions.manipulation, elementwise, statistics ----
+    T = property(lambda self: HANDLED[np.transpose](self), doc="The transpose (a view of the terms).")
+    transpose = _method(np.transpose)
+    swapaxes = _method(np.swapaxes)
+    squeeze = _method(np.squeeze)
+    ravel = _method(np.ravel)
+    flatten = _method("flatten", "a C-order 1-D copy")
+    tolist = _method("tolist", "nested lists of exact values (Fractions, or mpf with kind='mpf')")
+    astype = _method("astype", "x in another format (dtype=, terms=): exact if wider, else correctly rounded")
+    take = _method(np.take)
+    clip = _method(np.clip)
+    mean = _method(np.mean)
+    prod = _method(np.prod)
+    cumsum = _method(np.cumsum)
+    cumprod = _method(np.cumprod)
+    min = _method(np.min)
+    max = _method(np.max)
+    argmin = _method(np.argmin)
+    argmax = _method(np.argmax)
+    sort = _method("sort_in_place", "sorts in place by exact value, NaN last (returns None)")
+    argsort = _method(np.argsort)
+    __int__ = _method("int", "the exact value truncated to a Python int")
+    __trunc__ = _method("int", "the exact value truncated to a Python int")
+    __round__ = _method("round", "round(x): the nearest int (ties to even); round(x, n): to n decimals")
+    __floor__ = _method("math.floor", "math.floor(x): a Python int, exact")
+    __ceil__ = _method("math.ceil", "math.ceil(x): a Python int, exact")
+
     # -- arithmetic: operands that are not ExpansionArrays are promoted exactly; an operand of an
     # unknown type makes the operator return NotImplemented (so Python raises its usual TypeError)
     __add__ = _binary_operator("add")
@@ -274,6 +315,11 @@ class ExpansionArray:
     __truediv__ = _binary_operator("div")
     __rtruediv__ = _binary_operator("div", reflected=True)
 
+    __pow__ = _binary_operator(np.power)
+    __floordiv__ = _binary_operator(np.floor_divide)
+    __rfloordiv__ = _binary_operator(np.floor_divide, reflected=True)
+    __mod__ = _binary_operator(np.remainder)
+    __rmod__ = _binary_operator(np.remainder, reflected=True)
     __matmul__ = _binary_operator(np.matmul)
     __rmatmul__ = _binary_operator(np.matmul, reflected=True)
     __eq__ = _binary_operator("eq")

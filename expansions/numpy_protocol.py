@@ -113,7 +113,9 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             raise TypeError(f"{what}: initial= is not supported for ExpansionArray operands")
         _reject_kwargs(what, kwargs, ("axis", "keepdims", "out"))
         return np_sum(x, axis=axis, out=out, keepdims=keepdims)
-    if method != "__call__" or name not in UFUNCS:
+    if method == "__call__" and name not in UFUNCS:
+        unsupported_function(ufunc)
+    if method != "__call__":
         return NotImplemented
     if name == "matmul":
         kwargs = {k: v for k, v in kwargs.items() if not (k in ("axes", "axis") and v is None)}
@@ -131,12 +133,49 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     return write_out(out, r, what)
 
 
+_ELEMENTARY = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin", "arccos",
+               "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "hypot", "cbrt",
+               "logaddexp", "logaddexp2", "float_power", "deg2rad", "rad2deg", "degrees", "radians")
+#: What to use instead of common NumPy functions that have no expansion implementation.
+UNSUPPORTED_HINTS = {
+    **{name: "the elementary functions are not implemented for expansions yet: evaluate them with mpmath on "
+             "x.to_mpmath() (exact input), or in float64 on x.to_float()" for name in _ELEMENTARY},
+    "round": "use np.rint(x) (exact, to integers) or round(x, n) on a 0-d array",
+    "around": "use np.rint(x) (exact, to integers) or round(x, n) on a 0-d array",
+    "var": "use expansions.mean and the arithmetic: ((x - x.mean()) ** 2).mean()",
+    "std": "use expansions.sqrt(((x - x.mean()) ** 2).mean())",
+    "median": "use expansions.sort (exact) and index the middle",
+    "percentile": "use expansions.sort (exact) and index it",
+    "quantile": "use expansions.sort (exact) and index it",
+    "diff": "use x[1:] - x[:-1]",
+    "cbrt": "use expansions.power for integer powers; roots other than sqrt are not implemented",
+    "nansum": "use np.sum on the non-NaN elements (x[~np.isnan(x)])",
+    "reciprocal": "use expansions.reciprocal(x) or 1 / x",
+    "square": "use x * x or x ** 2",
+    "copysign": "use np.where(np.signbit(y), -abs(x), abs(x))",
+    "fabs": "use abs(x) or np.absolute(x)",
+    "divmod": "use x // y and x % y",
+    "modf": "use np.trunc(x) and x - np.trunc(x)",
+    "isclose": "compare exactly with ==, or abs(x - y) <= tol",
+    "allclose": "compare exactly with ==, or (abs(x - y) <= tol).all()",
+    "asarray": "use expansions.array, or x.terms / x.to_float() for NumPy arrays",
+}
+
+
 @implements("unsupported_function")
 def unsupported_function(func):
-    """The TypeError of a NumPy function that has no implementation for ExpansionArrays."""
-    name = getattr(func, "__module__", "numpy") + "." + getattr(func, "__name__", str(func))
-    raise TypeError(f"{name} is not supported for ExpansionArray operands: use the functions of the expansions "
-                    f"package (expansions.*), or x.to_float() / x.terms to work with NumPy arrays")
+    """The TypeError of a NumPy function (or ufunc) that has no implementation for ExpansionArrays,
+    with what to use instead (:data:`UNSUPPORTED_HINTS`; ``numpy.linalg`` functions point to
+    ``expansions.linalg``)."""
+    module = getattr(func, "__module__", None) or "numpy"
+    short = getattr(func, "__name__", str(func))
+    name = module + "." + short
+    if module.startswith("numpy.linalg"):
+        hint = f"use expansions.linalg.{short} (the linear algebra of the expansions package)"
+    else:
+        hint = UNSUPPORTED_HINTS.get(short, "use the functions of the expansions package (expansions.*), or "
+                                            "x.to_float() / x.terms to work with NumPy arrays")
+    raise TypeError(f"{name} is not supported for ExpansionArray operands: {hint}")
 
 
 @implements(np.sum)

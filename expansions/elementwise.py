@@ -1,0 +1,376 @@
+"""Element-wise functions of ExpansionArrays (NumPy ufuncs and the Python operators that share them).
+
+Exact, with the array module of the terms (CPU and GPU alike):
+
+- :func:`maximum`, :func:`minimum`, :func:`clip` (exact comparisons, :func:`expansions.operations.compare`;
+  NaN propagates as in NumPy), :func:`sign`, :func:`signbit`, :func:`isfinite`, :func:`isnan`,
+  :func:`isinf`;
+- :func:`floor`, :func:`ceil`, :func:`trunc`, :func:`rint` (half to even).  The method
+  (:func:`_integer_part`): with t_i the terms, ``x = sum trunc(t_i) + S`` where ``S = sum (t_i -
+  trunc(t_i))``; each ``t_i - trunc(t_i)`` is exact (the bits of t_i below the unit, a float of
+  t_i's sign; ``t_i - floor(t_i)`` would not be: 1 - 2^-80 is not a float64), S lies in (-R, R) and is
+  renormalized error-free, ``k = floor(S)`` is the floor of its leading term, corrected by one down or
+  up by two exact comparisons (S < k, S >= k + 1).  Then ``floor(x) = sum trunc(t_i) + k`` (R + 1
+  integer floats, renormalized error-free) and the fractional part ``d = S - k`` is exact in [0, 1).
+  ceil adds ``d != 0``, rint compares d with 1/2 exactly and breaks ties by the parity of floor(x)
+  (the sum of ``fmod(f_i, 2)`` over its integer terms f_i, exact).  For an ulp-nonoverlapping x the
+  integer fits R terms: let t_j be the first term with bits below the unit (if none, x is an integer
+  and floor(x) = x); then |t_j| < 2^(p-1), ulp(t_j) < 1, so every later term has |t_i| < 1 and S lies
+  in (-2, 2); floor(x) = t_0 + ... + t_{j-1} + (trunc(t_j) + k), the last an integer below 2^p in
+  magnitude, one float: j + 1 <= R terms.  The R + 1 integer terms are renormalized to R + 1 terms
+  (error-free) and the first R kept; the tests check the result against the exact floor.  A zero result has the
+  sign of x (``floor(-0.0) = -0.0``, ``ceil(-0.5) = -0.0``, as NumPy).
+
+With R-term arithmetic (stated per function):
+
+- :func:`floor_divide` (``//``), :func:`remainder` (``%``), :func:`fmod`: the quotient is the floor of
+  the R-term division, corrected by one where the remainder ``x - q y`` computed with R-term
+  arithmetic is out of range.  Exact whenever that remainder is computed exactly, e.g. integer-valued
+  operands whose products fit R terms, or a divisor that is a power of two (there the quotient is an
+  exact scaling); otherwise within one unit of the exact floor(x/y) only where x/y is within the
+  division's error bound of an integer.
+- :func:`power` (``**``) with an integer exponent: binary powering with the library's truncated
+  multiplication; a negative exponent takes the reciprocal (Newton) of the positive power.  Bound
+  :func:`power_bound`.  Expansion or non-integer exponents need ``pow``, which the library does not
+  have yet (TypeError).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+from . import bounds
+from . import formats as F
+from .arraytype import HANDLED, ExpansionArray, implements
+from .backends import for_terms, xp_of
+from .numpy_protocol import register_ufunc, write_out
+from .operations import binary, compare, flat_pair, operands, unary
+from .operations import sign as _sign_values
+
+__all__ = ["maximum", "minimum", "clip", "sign", "signbit", "isfinite", "isnan", "isinf", "floor", "ceil",
+           "trunc", "rint", "floor_divide", "remainder", "fmod", "power", "power_bound"]
+
+
+def _expansion(x, what):
+    if not isinstance(x, ExpansionArray):
+        raise TypeError(f"{what} expects an ExpansionArray, got {type(x).__name__}")
+    return x
+
+
+def _renorm(t, R):
+    """Error-free renormalization of raw terms t (..., n) to R terms (R >= n keeps every bit)."""
+    with np.errstate(all="ignore"):
+        return for_terms(t).renormalize(t.reshape(-1, t.shape[-1]), R).reshape(t.shape[:-1] + (R,))
+
+
+# ----------------------------------------------------------------------------------------------
+# classification and sign
+
+
+def _nonfinite_value(t):
+    """The IEEE value of each row (its terms summed in floats): the value of a non-finite row."""
+    with np.errstate(all="ignore"):
+        return t.sum(axis=-1)
+
+
+def isfinite(x):
+    """``np.isfinite``: every term finite (a boolean array on x's device; a bool for 0-d)."""
+    r = xp_of(_expansion(x, "isfinite").terms).isfinite(x.terms).all(axis=-1)
+    return r if x.ndim else bool(r)
+
+
+def isinf(x):
+    """``np.isinf``: a non-finite row whose IEEE value (leading term) is an infinity."""
+    xp = xp_of(_expansion(x, "isinf").terms)
+    r = ~xp.isfinite(x.terms).all(axis=-1) & xp.isinf(_nonfinite_value(x.terms))
+    return r if x.ndim else bool(r)
+
+
+def isnan(x):
+    """``np.isnan``: a non-finite row whose IEEE value is NaN (a NaN term, or inf + -inf)."""
+    xp = xp_of(_expansion(x, "isnan").terms)
+    r = ~xp.isfinite(x.terms).all(axis=-1) & xp.isnan(_nonfinite_value(x.terms))
+    return r if x.ndim else bool(r)
+
+
+def _one_term(v, like: ExpansionArray) -> ExpansionArray:
+    """An expansion of like's format whose leading term is v (a terms-dtype array), the others 0."""
+    xp = xp_of(v)
+    t = xp.zeros(tuple(v.shape) + (like.nterms,), dtype=like.dtype)
+    t[..., 0] = v
+    return ExpansionArray(t)
+
+
+def sign(x):
+    """``np.sign``: -1, 0 or +1 (NaN for NaN) as an expansion of x's format (exact)."""
+    return _one_term(_sign_values(_expansion(x, "sign")), x)
+
+
+def signbit(x):
+    """``np.signbit``: the value is negative, or a zero or NaN with its sign bit set (exact)."""
+    s = _sign_values(_expansion(x, "signbit"))
+    xp = xp_of(s)
+    r = (s < 0) | ((s == 0) | xp.isnan(s)) & xp.signbit(x.terms[..., 0])
+    return r if x.ndim else bool(r)
+
+
+def _extremum(op, x, y):
+    x, y = operands(x, y)
+    xt, yt, shape = flat_pair(x, y)
+    xp = xp_of(xt)
+    X, Y = ExpansionArray(xt), ExpansionArray(yt)
+    pick_x = xp.asarray(compare(op, X, Y)) | xp.asarray(isnan(X))
+    pick_x &= ~xp.asarray(isnan(Y)) | xp.asarray(isnan(X))
+    return ExpansionArray(xp.where(pick_x[:, None], xt, yt).reshape(shape + (x.nterms,)))
+
+
+def maximum(x, y):
+    """``np.maximum`` (exact comparison; a NaN operand gives NaN, the first one when both are)."""
+    return _extremum("ge", x, y)
+
+
+def minimum(x, y):
+    """``np.minimum`` (exact comparison; a NaN operand gives NaN)."""
+    return _extremum("le", x, y)
+
+
+@implements(np.clip)
+def clip(x, a_min=None, a_max=None, out=None, **kwargs):
+    """``np.clip``: ``minimum(maximum(x, a_min), a_max)`` (either bound may be None); exact."""
+    if kwargs.get("min") is not None or kwargs.get("max") is not None:
+        a_min, a_max = kwargs.get("min", a_min), kwargs.get("max", a_max)
+    r = _expansion(x, "clip")
+    if a_min is not None:
+        r = maximum(r, a_min)
+    if a_max is not None:
+        r = minimum(r, a_max)
+    if r is x:
+        r = x.copy()
+    return r if out is None else write_out(out, r, "np.clip")
+
+
+# ----------------------------------------------------------------------------------------------
+# integer parts (exact; see the module docstring)
+
+
+def _integer_part(x: ExpansionArray):
+    """(I, d, finite): I the (..., R + 1) integer terms whose sum is floor(x), d the exact fractional
+    part x - floor(x) in [0, 1) as an expansion of R + 1 terms, finite the rows to which they apply."""
+    R = x.nterms
+    xp = xp_of(x.terms)
+    with np.errstate(all="ignore"):
+        t = x.terms
+        finite = xp.isfinite(t).all(axis=-1)
+        t = xp.where(finite[..., None], t, 0)
+        g = xp.trunc(t)
+        S = ExpansionArray(_renorm(t - g, R))  # exact: t_i - trunc(t_i) is the bits of t_i below the unit
+        k = xp.floor(S.terms[..., 0])  # floor(S) is k - 1, k or k + 1: decided by exact comparisons
+        k = k - xp.asarray(compare("lt", S, _one_term(k, x))).astype(k.dtype)
+        k = k + xp.asarray(compare("ge", S, _one_term(k + 1, x))).astype(k.dtype)
+        ints = xp.concatenate([g, k[..., None]], axis=-1)
+        d = _renorm(xp.concatenate([S.terms, -k[..., None]], axis=-1), R + 1)
+    return ints, ExpansionArray(d), finite
+
+
+def _finish(x: ExpansionArray, ints, finite):
+    """The integer whose terms are ``ints`` as an R-term expansion; a zero keeps x's sign; a non-finite
+    row of x gives its IEEE value (the library's rule)."""
+    R = x.nterms
+    xp = xp_of(ints)
+    r = _renorm(ints, ints.shape[-1])[..., :R]
+    r = xp.ascontiguousarray(r)
+    zero = (r == 0).all(axis=-1)
+    r[..., 0] = xp.where(zero, xp.copysign(r[..., 0], x.terms[..., 0]), r[..., 0])
+    special = _nonfinite_value(x.terms)
+    r[..., 0] = xp.where(finite, r[..., 0], special)
+    r[..., 1:] = xp.where(finite[..., None], r[..., 1:], 0)
+    return ExpansionArray(r)
+
+
+def _with_extra(ints, extra):
+    return xp_of(ints).concatenate([ints, extra[..., None].astype(ints.dtype)], axis=-1)
+
+
+def floor(x):
+    """``np.floor``, exact (see the module docstring)."""
+    ints, _, finite = _integer_part(_expansion(x, "floor"))
+    return _finish(x, ints, finite)
+
+
+def ceil(x):
+    """``np.ceil``, exact: floor(x) + 1 where the fractional part is not zero."""
+    ints, d, finite = _integer_part(_expansion(x, "ceil"))
+    return _finish(x, _with_extra(ints, d.terms[..., 0] != 0), finite)
+
+
+def trunc(x):
+    """``np.trunc``, exact: ceil for negative values, floor otherwise."""
+    ints, d, finite = _integer_part(_expansion(x, "trunc"))
+    neg = _sign_values(x) < 0
+    return _finish(x, _with_extra(ints, neg & (d.terms[..., 0] != 0)), finite)
+
+
+def rint(x):
+    """``np.rint``: the nearest integer, ties to even; exact."""
+    ints, d, finite = _integer_part(_expansion(x, "rint"))
+    xp = xp_of(ints)
+    half = _one_term(xp.full(d.shape, 0.5, dtype=x.dtype), d)
+    above = xp.asarray(compare("gt", d, half))
+    tie = xp.asarray(compare("eq", d, half))
+    with np.errstate(all="ignore"):
+        odd = xp.fmod(xp.abs(xp.fmod(ints, 2).sum(axis=-1)), 2) == 1
+    return _finish(x, _with_extra(ints, above | tie & odd), finite)
+
+
+# ----------------------------------------------------------------------------------------------
+# division with an integer quotient
+
+
+def _power_of_two(y) -> float | None:
+    """y's value as a float when y is a Python/NumPy float or int that is a power of two (else None)."""
+    if isinstance(y, (bool, np.bool_)) or not isinstance(y, (numbers.Real, np.floating, np.integer)):
+        return None
+    v = float(y)
+    if not math.isfinite(v) or v == 0 or Fraction(v) != Fraction(y):
+        return None
+    m, _ = math.frexp(abs(v))
+    return v if m == 0.5 else None
+
+
+def floor_divide(x, y):
+    """``x // y``: floor of the R-term quotient, corrected by one step (see the module docstring)."""
+    p2 = _power_of_two(y) if isinstance(x, ExpansionArray) else None
+    if p2 is not None:
+        q = floor(binary("mul", x, 1.0 / p2))  # an exact scaling (barring underflow)
+        return q
+    x, y = operands(x, y)
+    q = floor(binary("div", x, y))
+    r = binary("sub", x, binary("mul", q, y))
+    xp = xp_of(q.terms)
+    ypos = xp.asarray(_sign_values(y)) > 0
+    zero = ExpansionArray(xp.zeros_like(r.terms))
+    too_big = xp.where(ypos, xp.asarray(compare("ge", r, y)), xp.asarray(compare("le", r, y)))
+    too_small = xp.where(ypos, xp.asarray(compare("lt", r, zero)), xp.asarray(compare("gt", r, zero)))
+    step = too_big.astype(x.dtype) - too_small.astype(x.dtype)
+    fixed = binary("add", q, _one_term(xp.broadcast_to(step, q.shape).copy(), q))
+    return ExpansionArray(xp.where(((step != 0) & xp.asarray(isfinite(q)))[..., None], fixed.terms, q.terms))
+
+
+def remainder(x, y):
+    """``x % y`` (NumPy's remainder, the sign of y): ``x - y * (x // y)`` with R-term arithmetic."""
+    x, y = operands(x, y)
+    return binary("sub", x, binary("mul", y, floor_divide(x, y)))
+
+
+def fmod(x, y):
+    """``np.fmod`` (C's fmod, the sign of x): ``sign(x) * (|x| - |y| * (|x| // |y|))``."""
+    x, y = operands(x, y)
+    ax, ay = HANDLED[np.absolute](x), HANDLED[np.absolute](y)
+    r = binary("sub", ax, binary("mul", ay, floor_divide(ax, ay)))
+    xp = xp_of(r.terms)
+    neg = xp.signbit(xp.broadcast_to(x.terms[..., 0], r.shape))
+    return ExpansionArray(xp.where(neg[..., None], -r.terms, r.terms))
+
+
+# ----------------------------------------------------------------------------------------------
+# integer powers
+
+
+def _integer_exponent(n):
+    if isinstance(n, ExpansionArray):
+        raise TypeError("x ** y with an expansion exponent needs pow (exp and log), which the expansions "
+                        "library does not implement yet: use an integer exponent")
+    if hasattr(n, "ndim") and getattr(n, "ndim", 0) == 0:
+        n = n.item()
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (numbers.Integral, float, np.floating)) or \
+            (not isinstance(n, numbers.Integral) and not float(n).is_integer()):
+        raise TypeError(f"x ** {n!r}: only integer exponents are supported for ExpansionArrays (binary "
+                        "powering); non-integer exponents need pow, which the library does not have yet")
+    return int(n)
+
+
+def power(x, n):
+    """``x ** n`` for an integer n: binary powering (square and multiply, at most 2 floor(log2 |n|)
+    truncated products); a negative n takes the Newton reciprocal of ``x ** |n|``; ``x ** 0`` is 1
+    (also for NaN, as NumPy).  Bound :func:`power_bound` (no underflow or overflow on the way)."""
+    x = _expansion(x, "power")
+    n = _integer_exponent(n)
+    if n == 0:
+        return _one_term(xp_of(x.terms).ones(x.shape, dtype=x.dtype), x)
+    result, base, e = None, x, abs(n)
+    while True:
+        if e & 1:
+            result = base if result is None else binary("mul", result, base)
+        e >>= 1
+        if not e:
+            break
+        base = binary("mul", base, base)
+    if result is x:
+        result = x.copy()
+    return unary("reciprocal", result) if n < 0 else result
+
+
+def power_bound(n: int, R: int, fmt) -> Fraction:
+    """Relative error bound of :func:`power` (to |x^n|), ulp-nonoverlapping x, no underflow/overflow.
+
+    Each truncated product is within ``e = bounds.mul_relative_to_product(R, p)`` of the exact product
+    of its (computed) operands, and the computed x^m carries exactly m - 1 such factors (c(a + b) =
+    c(a) + c(b) + 1, c(1) = 0, whatever the powering order), so ``|x^n - P| <= ((1 + e)^(n-1) - 1)|x^n|``.
+    For n < 0 the reciprocal adds ``r = bounds.reciprocal(R, fmt).value``:
+    ``(1 + r) / (1 - b) - 1`` with b the bound of ``x^|n|`` (plus the reciprocal's absolute underflow
+    term, not included here)."""
+    fmt = fmt if isinstance(fmt, F.Format) else F.format_of(np.dtype(fmt))
+    e = bounds.mul_relative_to_product(R, fmt.p)
+    b = (1 + e) ** max(abs(n) - 1, 0) - 1
+    if n >= 0:
+        return b
+    return (1 + bounds.reciprocal(R, fmt).value) / (1 - b) - 1
+
+
+for _ufunc, _fn in [(np.maximum, maximum), (np.minimum, minimum), (np.sign, sign), (np.signbit, signbit),
+                    (np.isfinite, isfinite), (np.isnan, isnan), (np.isinf, isinf), (np.floor, floor),
+                    (np.ceil, ceil), (np.trunc, trunc), (np.rint, rint), (np.floor_divide, floor_divide),
+                    (np.remainder, remainder), (np.fmod, fmod), (np.power, power)]:
+    register_ufunc(_ufunc, _fn)
+    HANDLED[_ufunc] = _fn  # the operators and methods of the array type reach them here
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's int(), round(), math.floor, math.ceil of a 0-d array: Python ints from the exact value
+
+
+def _scalar_value(x, what):
+    _expansion(x, what)
+    if x.ndim != 0:
+        raise TypeError(f"only a 0-d ExpansionArray converts with {what}")
+    q = x.to_fraction()
+    if type(q) is not Fraction:  # a non-finite value: Python's own error for the float
+        return float(q)
+    return q
+
+
+def to_int(x) -> int:
+    """``int(x)``, ``math.trunc(x)``: the exact value truncated toward zero (ValueError for NaN,
+    OverflowError for an infinity, as for floats)."""
+    return int(_scalar_value(x, "int()"))
+
+
+def to_round(x, ndigits=None):
+    """``round(x)``: the nearest Python int to the exact value, ties to even; ``round(x, n)``: the exact
+    value rounded to n decimals (ties to even) and then correctly rounded to x's format."""
+    q = _scalar_value(x, "round()")
+    if ndigits is None:
+        return round(q)
+    if type(q) is not Fraction:
+        return x.copy()
+    return HANDLED["array"](round(q, ndigits), terms=x.nterms, dtype=x.dtype.name, device=x.device)
+
+
+HANDLED["int"] = to_int
+HANDLED["round"] = to_round
+HANDLED["math.floor"] = lambda x: math.floor(_scalar_value(x, "math.floor"))
+HANDLED["math.ceil"] = lambda x: math.ceil(_scalar_value(x, "math.ceil"))
