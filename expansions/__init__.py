@@ -13,7 +13,7 @@ pure-Python exact reference checks both and the proven error bounds.
     0.8696044010893587
 """
 
-from . import bounds, formats, numpy_protocol  # noqa: F401 - numpy_protocol registers the NumPy protocol
+from . import bounds, formats, linalg, numpy_protocol  # noqa: F401 - numpy_protocol and linalg register NumPy functions
 from .arraytype import ExpansionArray
 from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros
 from .elementwise import (
@@ -110,6 +110,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "linalg",
     "matmul",
     "max",
     "maximum",

@@ -81,3 +81,8 @@ def test_dask_dot_quick():
     pytest.importorskip("distributed")
     out = check_ok(run_example("dask_dot.py"))
     assert "same bits as expansions.dot on one process: True" in out
+
+
+def test_linear_solve_quick():
+    out = check_ok(run_example("linear_solve.py"))
+    assert "numpy.linalg.solve" in out and "mpmath.lu_solve" in out

@@ -1,0 +1,329 @@
+"""Linear algebra on expansions: ``solve``, ``lu``, ``lu_factor``, ``det``, ``inv``, ``cholesky``, ``qr``,
+``norm``, ``lstsq`` (and ``np.linalg.solve``, ``inv``, ``det``, ``cholesky``, ``qr``, ``norm``,
+``lstsq`` on ExpansionArrays through NumPy's protocol).
+
+Every routine is a composition of the library's operations (``+ - * /``, :func:`expansions.sqrt`, the
+exact comparisons, :func:`expansions.sum`), written as a loop over the matrix dimension whose steps
+are vectorized over the stacked matrices (the leading axes, as NumPy batches them) and the rows, so
+the same code runs on cpu and cuda arrays and gives the same bits on both.  Results have the format
+of the expansion operand (a NumPy or CuPy operand is converted to it exactly).
+
+Algorithms (Golub and Van Loan, *Matrix Computations*, 4th ed.): LU with partial pivoting (the pivot
+is the entry of largest magnitude, found by exact comparisons; ties go to the first), triangular
+solves by columns; ``det`` the product of U's diagonal with the permutation's sign; ``inv`` the
+solve with the identity; Cholesky right-looking (A = L L^T, L lower); ``qr`` by modified Gram-Schmidt
+(reduced: Q is m x k, R is k x n, k = min(m, n)); ``lstsq`` by that QR (full column rank).
+
+Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``: "Singular matrix";
+``det`` returns 0 instead) and a matrix that is not positive definite (``cholesky``) raise
+``numpy.linalg.LinAlgError``; NaN in the input gives NaN in the result (no exception, no hang).
+
+Error behaviour: these are the textbook algorithms run at the expansion's precision u = 2^-(R(p-1))
+(every operation has a relative error of a few u, see :mod:`expansions.bounds`), so the classical
+backward-error results hold with that u: LU with partial pivoting solves (A + E) x = b with
+||E|| <= c n u ||A|| times the growth factor, Cholesky likewise without growth.  The backward error
+||A x - b|| / (||A|| ||x|| + ||b||) measured exactly (rationals) by ``python examples/linear_solve.py
+--measure`` is recorded in ``examples/results/linear_solve_measure_cpu.txt``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .arraytype import ExpansionArray, implements
+from .backends import xp_of
+from .creation import array as _array
+from .operations import absolute, compare, unary
+from .reduce import sum as _sum
+from .statistics import argmax
+from .statistics import max as _max
+from .statistics import min as _min
+
+__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "LinAlgError"]
+
+LinAlgError = np.linalg.LinAlgError
+
+
+def _expansion(a, like: ExpansionArray | None, what: str) -> ExpansionArray:
+    """``a`` as an ExpansionArray: itself, or converted exactly to ``like``'s format and device."""
+    if isinstance(a, ExpansionArray):
+        return a
+    if like is None:
+        raise TypeError(f"{what}: needs an ExpansionArray operand (build one with expansions.array(a, terms=R)), "
+                        f"got {type(a).__name__}")
+    return _array(a, terms=like.nterms, dtype=like.dtype.name, device=like.device)
+
+
+def _square_stack(a: ExpansionArray, what: str):
+    if a.ndim < 2:
+        raise LinAlgError(f"{what}: {a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise LinAlgError(f"{what}: Last 2 dimensions of the array must be square")
+    n = a.shape[-1]
+    return a.reshape((math.prod(a.shape[:-2]), n, n)).copy(), a.shape[:-2], n
+
+
+def _any(mask) -> bool:
+    """Whether any entry of a boolean result of the comparisons (a bool, NumPy or CuPy array) is set."""
+    return bool(mask.any()) if hasattr(mask, "any") else bool(mask)
+
+
+def _swap_rows(t, k: int, p):
+    """Swap, in each stacked matrix b of the terms array t (B, n, m, R), rows k and p[b]."""
+    xp = xp_of(t)
+    b = xp.arange(t.shape[0])
+    row_p = t[b, p].copy()
+    t[b, p] = t[:, k]
+    t[:, k] = row_p
+
+
+def lu_factor(a):
+    """LU with partial pivoting of the stacked square matrices a (..., n, n): ``(lu, perm, swaps)`` with
+    L (unit lower, below the diagonal) and U (on and above) in ``lu``, ``perm`` (..., n) the row
+    order (``a[..., perm, :] = L U``) and ``swaps`` (...) the number of row exchanges.  A zero pivot
+    (a singular matrix) leaves the rest of its column zero; callers that divide check for it."""
+    a = _expansion(a, None, "lu_factor")
+    lu, batch, n = _square_stack(a, "lu_factor")
+    xp = xp_of(lu.terms)
+    B = lu.shape[0]
+    perm = xp.tile(xp.arange(n), (B, 1))
+    swaps = xp.zeros(B, dtype=np.int64)
+    for k in range(n):
+        p = argmax(absolute(lu[:, k:, k]), axis=-1) + k
+        moved = p != k
+        _swap_rows(lu.terms, k, p)
+        pk = perm[:, k].copy()
+        perm[:, k] = perm[xp.arange(B), p]
+        perm[xp.arange(B), p] = pk
+        swaps += moved
+        if k + 1 < n:
+            pivot = lu[:, k, k]
+            nonzero = xp.asarray(compare("ne", pivot, 0)).reshape(B)
+            col = lu[:, k + 1:, k] / pivot[:, None]  # a zero pivot: the column below is zero, keep it
+            col = ExpansionArray(xp.where(nonzero[:, None, None], col.terms, xp.zeros_like(col.terms)))
+            lu[:, k + 1:, k + 1:] = lu[:, k + 1:, k + 1:] - col[:, :, None] * lu[:, None, k, k + 1:]
+            lu[:, k + 1:, k] = col
+    return lu.reshape(batch + (n, n)), perm.reshape(batch + (n,)), swaps.reshape(batch)
+
+
+def lu(a):
+    """``(P, L, U)`` with ``a = P @ L @ U`` (SciPy's ``scipy.linalg.lu`` convention): P a permutation
+    matrix (a NumPy/CuPy float array), L unit lower triangular, U upper triangular (ExpansionArrays)."""
+    f, perm, _ = lu_factor(a)
+    xp = xp_of(f.terms)
+    n = f.shape[-1]
+    tril = xp.tril(xp.ones((n, n), dtype=bool), -1)
+    zero = xp.zeros_like(f.terms)
+    L = ExpansionArray(xp.where(tril[..., None], f.terms, zero))
+    eye = xp.eye(n, dtype=bool)[..., None] & (xp.arange(f.nterms) == 0)
+    L = ExpansionArray(xp.where(eye, xp.asarray(1, dtype=f.dtype), L.terms))
+    U = ExpansionArray(xp.where(xp.triu(xp.ones((n, n), dtype=bool))[..., None], f.terms, zero))
+    P = xp.zeros(perm.shape + (n,), dtype=np.float64)
+    xp.put_along_axis(P, perm[..., None], 1.0, axis=-1)  # P^T[i, perm[i]] = 1: a[perm] = L U
+    return xp.swapaxes(P, -1, -2), L, U
+
+
+def _check_singular(f: ExpansionArray, what: str):
+    n = f.shape[-1]
+    if n and _any(compare("eq", f.reshape((math.prod(f.shape[:-2]), n, n))[:, np.arange(n), np.arange(n)], 0)):
+        raise LinAlgError(f"{what}: Singular matrix")
+
+
+def _lu_solve(f: ExpansionArray, perm, b: ExpansionArray) -> ExpansionArray:
+    """Solve with the factors of :func:`lu_factor` (stacked (B, n, n), perm (B, n)) for b (B, n, m)."""
+    xp = xp_of(f.terms)
+    _B, n = f.shape[0], f.shape[-1]
+    y = ExpansionArray(xp.ascontiguousarray(xp.take_along_axis(b.terms, perm[:, :, None, None], axis=1)))
+    for k in range(n - 1):  # forward: L y = P b (unit diagonal)
+        y[:, k + 1:] = y[:, k + 1:] - f[:, k + 1:, k, None] * y[:, k, None]
+    for k in range(n - 1, -1, -1):  # back: U x = y
+        y[:, k] = y[:, k] / f[:, k, k, None]
+        if k:
+            y[:, :k] = y[:, :k] - f[:, :k, k, None] * y[:, k, None]
+    return y
+
+
+def _rhs(a: ExpansionArray, b, what: str):
+    """b as stacked columns (B, n, m) matching a's stack, and the shape to give the solution."""
+    b = _expansion(b, a, what)
+    n = a.shape[-1]
+    vector = b.ndim == 1
+    bb = b.reshape(b.shape + (1,)) if vector else b
+    if bb.shape[-2] != n:
+        raise ValueError(f"{what}: b has {bb.shape[-2]} rows, the matrix {n}")
+    batch = np.broadcast_shapes(a.shape[:-2], bb.shape[:-2])
+    m = bb.shape[-1]
+    xp = xp_of(bb.terms)
+    bt = xp.ascontiguousarray(xp.broadcast_to(bb.terms, batch + (n, m, bb.nterms)))
+    out_shape = batch + ((n,) if vector else (n, m))
+    return ExpansionArray(bt.reshape((math.prod(batch), n, m, bb.nterms))), batch, out_shape
+
+
+@implements(np.linalg.solve)
+def solve(a, b):
+    """x with a x = b, by LU with partial pivoting; a (..., n, n), b (n,) or (..., n, m) as in NumPy
+    (stacks broadcast).  An exactly zero pivot raises LinAlgError("Singular matrix")."""
+    a = _expansion(a, b if isinstance(b, ExpansionArray) else None, "solve")
+    f, perm, _ = lu_factor(a)
+    n = a.shape[-1]
+    _check_singular(f, "solve")
+    bb, batch, out_shape = _rhs(a, b, "solve")
+    xp = xp_of(f.terms)
+    B = math.prod(batch)
+    fb = ExpansionArray(xp.ascontiguousarray(xp.broadcast_to(f.terms, batch + (n, n, f.nterms))).reshape(
+        (B, n, n, f.nterms)))
+    pb = xp.ascontiguousarray(xp.broadcast_to(perm, batch + (n,))).reshape(B, n)
+    return _lu_solve(fb, pb, bb).reshape(out_shape)
+
+
+@implements(np.linalg.inv)
+def inv(a):
+    """The inverse of the stacked square matrices a: the solve with the identity."""
+    a = _expansion(a, None, "inv")
+    n = a.shape[-1] if a.ndim >= 2 else 0
+    eye = _array(np.eye(n), terms=a.nterms, dtype=a.dtype.name, device=a.device)
+    return solve(a, ExpansionArray(xp_of(a.terms).broadcast_to(eye.terms, a.shape + (a.nterms,))))
+
+
+@implements(np.linalg.det)
+def det(a):
+    """The determinant: the product of U's diagonal (in order), negated for an odd number of row
+    exchanges; 0 for a matrix with an exactly zero pivot."""
+    f, _, swaps = lu_factor(a)
+    n = f.shape[-1]
+    if n == 0:
+        return _array(np.ones(f.shape[:-2]), terms=f.nterms, dtype=f.dtype.name, device=f.device)
+    d = f[..., 0, 0]
+    for k in range(1, n):
+        d = d * f[..., k, k]
+    xp = xp_of(f.terms)
+    odd = (xp.asarray(swaps) % 2 == 1)[..., None]
+    return ExpansionArray(xp.where(odd, -d.terms, d.terms))
+
+
+@implements(np.linalg.cholesky)
+def cholesky(a, upper: bool = False):
+    """L lower triangular with a = L L^T (right-looking Cholesky); ``upper=True`` gives L^T.  Raises
+    LinAlgError("Matrix is not positive definite") when a pivot is not positive."""
+    a = _expansion(a, None, "cholesky")
+    w, batch, n = _square_stack(a, "cholesky")
+    xp = xp_of(w.terms)
+    for j in range(n):
+        d = w[:, j, j]
+        if _any(compare("le", d, 0)):
+            raise LinAlgError("Matrix is not positive definite")
+        d = unary("sqrt", d)
+        col = w[:, j + 1:, j] / d[:, None]
+        w[:, j, j] = d
+        w[:, j + 1:, j] = col
+        if j + 1 < n:
+            w[:, j + 1:, j + 1:] = w[:, j + 1:, j + 1:] - col[:, :, None] * col[:, None, :]
+    L = ExpansionArray(xp.where(xp.tril(xp.ones((n, n), dtype=bool))[..., None], w.terms, xp.zeros_like(w.terms)))
+    L = L.reshape(batch + (n, n))
+    return ExpansionArray(xp.ascontiguousarray(xp.swapaxes(L.terms, -2, -3))) if upper else L
+
+
+@implements(np.linalg.qr)
+def qr(a, mode: str = "reduced"):
+    """``(Q, R)`` with a = Q R, Q (..., m, k) with orthonormal columns and R (..., k, n) upper
+    triangular, k = min(m, n), by modified Gram-Schmidt (NumPy's 'reduced' mode; 'r' gives R alone).
+    A column that is a combination of the previous ones (rank deficiency) gives a NaN column of Q."""
+    if mode not in ("reduced", "r"):
+        raise ValueError(f"qr: mode {mode!r} is not supported (use 'reduced' or 'r')")
+    a = _expansion(a, None, "qr")
+    if a.ndim < 2:
+        raise LinAlgError(f"qr: {a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    k = min(m, n)
+    xp = xp_of(a.terms)
+    cols = ExpansionArray(xp.ascontiguousarray(xp.swapaxes(a.terms.reshape((math.prod(batch), m, n, a.nterms)), 1, 2)))
+    B = cols.shape[0]
+    Q = ExpansionArray(xp.zeros((B, k, m, a.nterms), dtype=a.dtype))
+    R = ExpansionArray(xp.zeros((B, k, n, a.nterms), dtype=a.dtype))
+    for j in range(n):
+        v = cols[:, j]
+        for i in range(min(j, k)):
+            r = _sum(Q[:, i] * v, axis=-1)
+            R[:, i, j] = r
+            v = v - r[:, None] * Q[:, i]
+        if j < k:
+            r = unary("sqrt", _sum(v * v, axis=-1))
+            R[:, j, j] = r
+            Q[:, j] = v / r[:, None]
+    R = R.reshape(batch + (k, n))
+    if mode == "r":
+        return R
+    return ExpansionArray(xp.ascontiguousarray(xp.swapaxes(Q.terms, 1, 2))).reshape(batch + (m, k)), R
+
+
+@implements(np.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims: bool = False):
+    """Vector norms (ord None/2, 1, inf, -inf) over one axis, matrix norms ('fro'/None, 1, inf, -1,
+    -inf) over two, as NumPy; axis None: the vector 2-norm of a 1-D x, the Frobenius norm of a 2-D x.
+    The 2-norm is ``sqrt(sum(x * x))`` (the library's tree sum and square root)."""
+    x = _expansion(x, None, "norm")
+    if axis is None:
+        if x.ndim not in (1, 2):
+            return norm(x.reshape(-1), None if ord in (None, 2, "fro") else ord, 0, keepdims)
+        axis = tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(int(a) % x.ndim for a in axes)
+    ax = absolute(x)
+    if len(axes) == 1:
+        (a,) = axes
+        if ord in (None, 2):
+            r = unary("sqrt", _sum(x * x, axis=a, keepdims=keepdims))
+        elif ord == 1:
+            r = _sum(ax, axis=a, keepdims=keepdims)
+        elif ord in (np.inf, -np.inf):
+            r = (_max if ord == np.inf else _min)(ax, axis=a, keepdims=keepdims)
+        else:
+            raise ValueError(f"norm: vector ord {ord!r} is not supported (None, 1, 2, inf, -inf)")
+        return r
+    if len(axes) != 2:
+        raise ValueError("norm: axis must name one or two axes")
+    r0, c0 = axes
+    if ord in (None, "fro"):
+        return unary("sqrt", _sum(x * x, axis=axes, keepdims=keepdims))
+    if ord in (1, -1):
+        s = _sum(ax, axis=r0, keepdims=True)
+        r = (_max if ord == 1 else _min)(s, axis=c0, keepdims=True)
+    elif ord in (np.inf, -np.inf):
+        s = _sum(ax, axis=c0, keepdims=True)
+        r = (_max if ord == np.inf else _min)(s, axis=r0, keepdims=True)
+    else:
+        raise ValueError(f"norm: matrix ord {ord!r} is not supported ('fro', 1, -1, inf, -inf; no singular values)")
+    return r if keepdims else r.reshape(tuple(d for i, d in enumerate(r.shape) if i not in axes))
+
+
+@implements(np.linalg.lstsq)
+def lstsq(a, b, rcond=None):
+    """The least-squares solution of a x = b for a 2-D a (m x n, m >= n, full column rank) by the QR
+    of :func:`qr`: ``(x, residuals, rank, s)`` as NumPy, with ``residuals`` the squared 2-norms of the
+    columns of b - a x when m > n (else empty), ``rank`` n, and ``s`` None (no singular values).
+    ``rcond`` is accepted and ignored.  A rank-deficient a raises LinAlgError."""
+    a = _expansion(a, b if isinstance(b, ExpansionArray) else None, "lstsq")
+    if a.ndim != 2:
+        raise LinAlgError(f"lstsq: {a.ndim}-dimensional array given. Array must be two-dimensional")
+    m, n = a.shape
+    if m < n:
+        raise LinAlgError("lstsq: underdetermined systems (m < n) are not supported")
+    b = _expansion(b, a, "lstsq")
+    vector = b.ndim == 1
+    bb = b.reshape((m, 1)) if vector else b
+    Q, R = qr(a)
+    diag = R[np.arange(n), np.arange(n)]
+    if _any(compare("eq", diag, 0)):
+        raise LinAlgError("lstsq: rank-deficient matrix")
+    y = ExpansionArray(xp_of(Q.terms).ascontiguousarray(xp_of(Q.terms).swapaxes(Q.terms, 0, 1))) @ bb
+    x = y.copy()
+    for k in range(n - 1, -1, -1):
+        x[k] = x[k] / R[k, k]
+        if k:
+            x[:k] = x[:k] - R[:k, k, None] * x[k][None, :]
+    res = bb - a @ x
+    residuals = _sum(res * res, axis=0) if m > n else ExpansionArray(xp_of(x.terms).zeros((0, a.nterms), a.dtype))
+    return (x.reshape((n,)) if vector else x), (residuals.reshape(()) if vector and m > n else residuals), n, None
