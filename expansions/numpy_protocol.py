@@ -165,13 +165,14 @@ UNSUPPORTED_HINTS = {
 @implements("unsupported_function")
 def unsupported_function(func):
     """The TypeError of a NumPy function (or ufunc) that has no implementation for ExpansionArrays,
-    with what to use instead (:data:`UNSUPPORTED_HINTS`; ``numpy.linalg`` functions point to
-    ``expansions.linalg``)."""
+    with what to use instead (:data:`UNSUPPORTED_HINTS`; for a ``numpy.linalg`` function, what
+    ``expansions.linalg`` has)."""
     module = getattr(func, "__module__", None) or "numpy"
     short = getattr(func, "__name__", str(func))
     name = module + "." + short
     if module.startswith("numpy.linalg"):
-        hint = f"use expansions.linalg.{short} (the linear algebra of the expansions package)"
+        hint = ("expansions.linalg has no equivalent yet (it has solve, lu, lu_factor, det, inv, cholesky, qr, "
+                "norm, lstsq); use mpmath on x.to_mpmath() for it")
     else:
         hint = UNSUPPORTED_HINTS.get(short, "use the functions of the expansions package (expansions.*), or "
                                             "x.to_float() / x.terms to work with NumPy arrays")
