@@ -155,3 +155,20 @@ def test_hilbert_like_system_of_condition_1e40():
     x = la.solve(ex.array(A, terms=4), ex.array(b, terms=4))
     err = max(abs(v - e) for v, e in zip(_fr(x), exact)) / max(abs(e) for e in exact)
     assert err < Fraction(1, 10 ** 15)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ex.cuda.available(), reason="no CUDA GPU visible to CuPy")
+def test_cuda_matches_cpu():
+    """The routines on cuda arrays give the CPU's bits (the same operations, each bit-identical)."""
+    rng = np.random.default_rng(5)
+    a = ex.array(rng.standard_normal((2, 5, 5)), terms=4)
+    b = ex.array(rng.standard_normal((2, 5, 3)), terms=4)
+    s = a @ np.swapaxes(a, -1, -2) + ex.array(5 * np.eye(5), terms=4)
+    g = {k: v.to_device("cuda") for k, v in (("a", a), ("b", b), ("s", s))}
+    pairs = [(la.solve(a, b), la.solve(g["a"], g["b"])), (la.inv(a), la.inv(g["a"])), (la.det(a), la.det(g["a"])),
+             (la.cholesky(s), la.cholesky(g["s"])), (la.qr(a)[0], la.qr(g["a"])[0]), (la.qr(a)[1], la.qr(g["a"])[1]),
+             (la.norm(a, axis=(1, 2)), la.norm(g["a"], axis=(1, 2)))]
+    for i, (c, d) in enumerate(pairs):
+        d = d.to_device("cpu")
+        assert np.array_equal(c.terms.view(np.uint64), d.terms.view(np.uint64)), i
