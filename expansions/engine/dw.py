@@ -25,8 +25,10 @@ result gives (NaN, 0)); they equal ``_double_word`` on the CPU bit for bit.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-from numba import literally, njit, prange, types
+from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
 from ..dw import ALGORITHMS
@@ -488,8 +490,7 @@ _OP = {name: i for i, name in enumerate(_TABLE)}  # the operation numbers the lo
 
 @njit(**_SCALAR)
 def _apply(op, a, b, c, d):
-    """The scalar function number ``op`` (of :data:`_OP`) on its first operands, as a pair.
-    ``op`` is a compile-time constant: only its branch is compiled into a loop."""
+    """The scalar function number ``op`` (of :data:`_OP`) on its first operands, as a pair."""
     z = a - a
     if op == 0:
         return _two_sum(a, b)
@@ -562,15 +563,21 @@ _BRANCHES = ("two_sum", "fast_two_sum", "two_prod", "dg_add12", "dg_mul12", "dg_
 assert _BRANCHES == tuple(_OP), "the branches of _apply must follow _TABLE"
 
 
-@njit(**_KERNEL)
-def _map(op, a, b, c, d, zh, zl):
-    """``(zh[i], zl[i]) = f(a[i], b[i], c[i], d[i])`` for the function number ``op``; unused operands
-    are passed as ``a`` (never read)."""
-    literally(op)
-    for i in prange(a.shape[0]):
-        h, lo = _apply(op, a[i], b[i], c[i], d[i])
-        zh[i] = h
-        zl[i] = lo
+@functools.cache
+def _map(op: int):
+    """The parallel loop ``(zh[i], zl[i]) = f(a[i], b[i], c[i], d[i])`` of the function number ``op``
+    (unused operands are passed as ``a``, never read).  ``op`` is a constant of the loop (a closure
+    variable): only its branch of :func:`_apply` survives compilation, and numba's cache keys the loop
+    by it."""
+
+    @njit(**_KERNEL)
+    def loop(a, b, c, d, zh, zl):
+        for i in prange(a.shape[0]):
+            h, lo = _apply(op, a[i], b[i], c[i], d[i])
+            zh[i] = h
+            zl[i] = lo
+
+    return loop
 
 
 def _elementwise(name: str, *words):
@@ -586,7 +593,7 @@ def _elementwise(name: str, *words):
     flat += [flat[0]] * (4 - n_in)
     zh = np.empty(flat[0].shape, dtype=dtype)
     zl = np.empty_like(zh)
-    _map(_OP[name], *flat, zh, zl)
+    _map(_OP[name])(*flat, zh, zl)
     if n_out == 1:
         return zh.reshape(shape)
     return zh.reshape(shape), zl.reshape(shape)
@@ -693,39 +700,62 @@ def nonfinite_row(s, i, x, y, leading, binary):
 
 
 @njit(**_SCALAR)
-def _double_word_epilogue(out, i, x, y, leading, binary):
-    """``_double_word``'s rule: :func:`nonfinite_row`, then (NaN, 0) where the leading result is NaN
-    (0/0, inf - inf, sqrt of a negative number)."""
-    nonfinite_row(out, i, x, y, leading, binary)
+def _double_word_rule(h, lo, x0, x1, y0, y1, leading, binary):
+    """``_double_word``'s rule on one result ``(h, lo)`` of operands ``(x0, x1)`` and ``(y0, y1)`` (or
+    ``(x0, x1)`` alone when ``binary`` is False): :func:`nonfinite_row` for R = 2, then (NaN, 0) where
+    the leading result is NaN (0/0, inf - inf, the square root of a negative number)."""
+    t = (h - h) + (lo - lo) + (x0 - x0) + (x1 - x1)  # zero exactly when these are finite
+    if binary:
+        t = t + (y0 - y0) + (y1 - y1)
+    if t == 0 and not np.isnan(leading):  # the common case: nothing to do
+        return h, lo
+    zero = _c(leading, 0.0)
+    bad_x = not (np.isfinite(x0) and np.isfinite(x1))
+    bad_y = binary and not (np.isfinite(y0) and np.isfinite(y1))
+    anybad = bad_x or bad_y
+    if anybad or not (np.isfinite(h) and np.isfinite(lo)):
+        w = leading
+        if bad_x and np.isfinite(x0):
+            w = _c(leading, np.nan)
+        if bad_y and np.isfinite(y0):
+            w = _c(leading, np.nan)
+        if not anybad:
+            w = _c(leading, -np.inf) if leading < 0 else _c(leading, np.inf)
+        if np.isnan(w):
+            w = _c(leading, np.nan)
+        h, lo = w, zero
     if np.isnan(leading):
-        out[i, 0] = _c(leading, np.nan)
-        out[i, 1] = _c(leading, 0.0)
+        h, lo = _c(leading, np.nan), zero
+    return h, lo
 
 
-@njit(**_KERNEL)
-def _binary_kernel(op, kind, x, y, out):
-    literally(op)
-    literally(kind)
-    for i in prange(x.shape[0]):
-        h, lo = _apply(op, x[i, 0], x[i, 1], y[i, 0], y[i, 1])
-        out[i, 0] = h
-        out[i, 1] = lo
-        if kind == 0:
-            leading = x[i, 0] + y[i, 0]
-        elif kind == 1:
-            leading = x[i, 0] * y[i, 0]
-        else:
-            leading = x[i, 0] / y[i, 0]
-        _double_word_epilogue(out, i, x, y, leading, True)
+@functools.cache
+def _binary_kernel(op: int, kind: int):
+    """The parallel loop of :func:`dw_binary` for the function number ``op`` computing operation
+    ``kind`` (0 add, 1 mul, 2 div); both are constants of the loop, as in :func:`_map`."""
+
+    @njit(**_KERNEL)
+    def loop(x, y, out):
+        for i in prange(x.shape[0]):
+            x0, x1, y0, y1 = x[i, 0], x[i, 1], y[i, 0], y[i, 1]
+            h, lo = _apply(op, x0, x1, y0, y1)
+            if kind == 0:
+                leading = x0 + y0
+            elif kind == 1:
+                leading = x0 * y0
+            else:
+                leading = x0 / y0
+            out[i, 0], out[i, 1] = _double_word_rule(h, lo, x0, x1, y0, y1, leading, True)
+
+    return loop
 
 
 @njit(**_KERNEL)
 def _sqrt_kernel(x, out):
     for i in prange(x.shape[0]):
-        h, lo = _dw_sqrt(x[i, 0], x[i, 1])
-        out[i, 0] = h
-        out[i, 1] = lo
-        _double_word_epilogue(out, i, x, x, np.sqrt(x[i, 0]), False)
+        x0, x1 = x[i, 0], x[i, 1]
+        h, lo = _dw_sqrt(x0, x1)
+        out[i, 0], out[i, 1] = _double_word_rule(h, lo, x0, x1, x0, x1, np.sqrt(x0), False)
 
 
 def dw_binary(name: str, x, y):
@@ -737,7 +767,7 @@ def dw_binary(name: str, x, y):
         raise ValueError(f"unknown double-word algorithm {name!r}; expected one of {sorted(BINARY)}")
     x, y = _pairs(name, x, y)
     out = np.empty_like(x)
-    _binary_kernel(_OP[name], _KIND[BINARY[name]], x, y, out)
+    _binary_kernel(_OP[name], _KIND[BINARY[name]])(x, y, out)
     return out
 
 
