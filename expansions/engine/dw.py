@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit, prange, types
+from numba import literally, njit, prange, types
 from numba.extending import intrinsic, overload
 
 from ..dw import ALGORITHMS
@@ -563,19 +563,32 @@ _BRANCHES = ("two_sum", "fast_two_sum", "two_prod", "dg_add12", "dg_mul12", "dg_
 assert _BRANCHES == tuple(_OP), "the branches of _apply must follow _TABLE"
 
 
+_BLOCK = 4096  # elements per block: a block is one serial (vectorizable) loop, blocks run in parallel
+
+
+@njit(**_SCALAR)
+def _map_block(op, a, b, c, d, zh, zl):
+    """``(zh[i], zl[i]) = f(a[i], b[i], c[i], d[i])`` for the function number ``op`` on one block
+    (unused operands are passed as ``a``, never read).  ``op`` is a compile-time constant
+    (``literally``): only its branch of :func:`_apply` is compiled, and the loop vectorizes."""
+    literally(op)
+    for i in range(a.shape[0]):
+        h, lo = _apply(op, a[i], b[i], c[i], d[i])
+        zh[i] = h
+        zl[i] = lo
+
+
 @functools.cache
 def _map(op: int):
-    """The parallel loop ``(zh[i], zl[i]) = f(a[i], b[i], c[i], d[i])`` of the function number ``op``
-    (unused operands are passed as ``a``, never read).  ``op`` is a constant of the loop (a closure
-    variable): only its branch of :func:`_apply` survives compilation, and numba's cache keys the loop
-    by it."""
+    """The parallel loop over the blocks of :func:`_map_block` for the function number ``op`` (a
+    constant of the loop, a closure variable, by which numba's cache keys it)."""
 
     @njit(**_KERNEL)
     def loop(a, b, c, d, zh, zl):
-        for i in prange(a.shape[0]):
-            h, lo = _apply(op, a[i], b[i], c[i], d[i])
-            zh[i] = h
-            zl[i] = lo
+        n = a.shape[0]
+        for k in prange((n + _BLOCK - 1) // _BLOCK):
+            lo, hi = k * _BLOCK, min(n, (k + 1) * _BLOCK)
+            _map_block(op, a[lo:hi], b[lo:hi], c[lo:hi], d[lo:hi], zh[lo:hi], zl[lo:hi])
 
     return loop
 
@@ -729,33 +742,71 @@ def _double_word_rule(h, lo, x0, x1, y0, y1, leading, binary):
     return h, lo
 
 
+@njit(**_SCALAR)
+def _leading(kind, x0, y0):
+    """The leading-term IEEE result of operation ``kind``: 0 add, 1 mul, 2 div, 3 sqrt (of x0)."""
+    if kind == 0:
+        return x0 + y0
+    if kind == 1:
+        return x0 * y0
+    if kind == 2:
+        return x0 / y0
+    return np.sqrt(x0)
+
+
+@njit(**_SCALAR)
+def _dw_block(op, kind, x, y, out):
+    """One block of :func:`dw_binary` / :func:`dw_unary` on flat (2m,) arrays (high, low, high, ...):
+    the algorithm's result into ``out``, and the number of rows where the non-finite rule may change
+    it (a non-finite operand word, result word or leading result), which the caller then fixes.
+    ``op`` and ``kind`` are compile-time constants; the loop has no branch and vectorizes."""
+    literally(op)
+    literally(kind)
+    flagged = 0
+    for i in range(x.shape[0] // 2):
+        x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
+        h, lo = _apply(op, x0, x1, y0, y1)
+        leading = _leading(kind, x0, y0)
+        out[2 * i] = h
+        out[2 * i + 1] = lo
+        t = (h - h) + (lo - lo) + (x0 - x0) + (x1 - x1) + (y0 - y0) + (y1 - y1) + (leading - leading)
+        flagged += t != 0  # t is 0 exactly when all of these are finite
+    return flagged
+
+
 @functools.cache
-def _binary_kernel(op: int, kind: int):
-    """The parallel loop of :func:`dw_binary` for the function number ``op`` computing operation
-    ``kind`` (0 add, 1 mul, 2 div); both are constants of the loop, as in :func:`_map`."""
+def _dw_kernel(op: int, kind: int):
+    """The parallel loop over the blocks of :func:`_dw_block` (``op``, ``kind``: constants of the loop,
+    as in :func:`_map`); returns the number of flagged rows."""
 
     @njit(**_KERNEL)
     def loop(x, y, out):
-        for i in prange(x.shape[0]):
-            x0, x1, y0, y1 = x[i, 0], x[i, 1], y[i, 0], y[i, 1]
-            h, lo = _apply(op, x0, x1, y0, y1)
-            if kind == 0:
-                leading = x0 + y0
-            elif kind == 1:
-                leading = x0 * y0
-            else:
-                leading = x0 / y0
-            out[i, 0], out[i, 1] = _double_word_rule(h, lo, x0, x1, y0, y1, leading, True)
+        n = x.shape[0] // 2
+        flagged = 0
+        for k in prange((n + _BLOCK - 1) // _BLOCK):
+            lo, hi = 2 * k * _BLOCK, 2 * min(n, (k + 1) * _BLOCK)
+            flagged += _dw_block(op, kind, x[lo:hi], y[lo:hi], out[lo:hi])
+        return flagged
 
     return loop
 
 
 @njit(**_KERNEL)
-def _sqrt_kernel(x, out):
-    for i in prange(x.shape[0]):
-        x0, x1 = x[i, 0], x[i, 1]
-        h, lo = _dw_sqrt(x0, x1)
-        out[i, 0], out[i, 1] = _double_word_rule(h, lo, x0, x1, x0, x1, np.sqrt(x0), False)
+def _dw_fix(kind, x, y, out):
+    """The non-finite rule on every row of a result of :func:`_dw_block` (it leaves finite rows as
+    they are); run only when some row was flagged."""
+    for i in prange(x.shape[0] // 2):
+        x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
+        out[2 * i], out[2 * i + 1] = _double_word_rule(out[2 * i], out[2 * i + 1], x0, x1, y0, y1,
+                                                       _leading(kind, x0, y0), kind != 3)
+
+
+def _dw_run(name, kind, x, y):
+    out = np.empty_like(x)
+    xf, yf, of = x.reshape(-1), y.reshape(-1), out.reshape(-1)
+    if _dw_kernel(_OP[name], kind)(xf, yf, of):
+        _dw_fix(kind, xf, yf, of)
+    return out
 
 
 def dw_binary(name: str, x, y):
@@ -766,9 +817,7 @@ def dw_binary(name: str, x, y):
     if name not in BINARY:
         raise ValueError(f"unknown double-word algorithm {name!r}; expected one of {sorted(BINARY)}")
     x, y = _pairs(name, x, y)
-    out = np.empty_like(x)
-    _binary_kernel(_OP[name], _KIND[BINARY[name]])(x, y, out)
-    return out
+    return _dw_run(name, _KIND[BINARY[name]], x, y)
 
 
 def dw_unary(name: str, x):
@@ -777,9 +826,7 @@ def dw_unary(name: str, x):
     if name != "dw_sqrt":
         raise ValueError(f"unknown unary double-word algorithm {name!r}; expected 'dw_sqrt'")
     (x,) = _pairs(name, x)
-    out = np.empty_like(x)
-    _sqrt_kernel(x, out)
-    return out
+    return _dw_run(name, 3, x, x)
 
 
 def _pairs(name, *operands):
