@@ -3,8 +3,11 @@
 Every function of :mod:`expansions.dw.cpu` is here with the same name and signature: arrays of high
 and low words in (float64 or float32, equal dtypes, broadcast together), a tuple of arrays out,
 bit-identical to the NumPy twin.  Each algorithm is written once, as a scalar function (the twin's
-name with a leading underscore) that performs the twin's operations in the twin's order; one
-parallel loop per operand count (``prange`` over the elements) applies it.
+name with a leading underscore) that performs the twin's operations in the twin's order, and
+:func:`_apply` selects it by number.  The elements are cut into blocks of :data:`_BLOCK`; a block is
+one serial loop compiled for one algorithm (its number a compile-time constant, so the loop has no
+branch and LLVM vectorizes it), and the blocks run in parallel (``prange``).  Each loop is compiled
+on first use, once per dtype, and cached on disk (``cache=True``).
 
 Why the results are the twin's, bit for bit:
 
