@@ -276,7 +276,11 @@ def run(args) -> dict:
         x, y, s = make_data(args.n, R, seed=R)
         xt, yt, st = x[: args.twin_n], y[: args.twin_n], s[: args.twin_n]
         xl, yl, sl = x[: args.slow_n], y[: args.slow_n], s[: args.slow_n]
-        xm, ym, sm = to_mpfr(xl, R), to_mpfr(yl, R), to_mpfr(sl, R)
+        try:
+            xm, ym, sm = to_mpfr(xl, R), to_mpfr(yl, R), to_mpfr(sl, R)
+        except ImportError as exc:  # the values for the Python-loop peers are made with gmpy2
+            notes.append(f"R = {R}: python-flint, gmpy2 and mpmath skipped (gmpy2 absent: {exc})")
+            xm = None
         executors = []
         eng, missing = engine_ops(x, y, s, R)
         for op, why in missing.items():
@@ -284,6 +288,8 @@ def run(args) -> dict:
         executors += [("engine 1T", eng, args.n, 1), ("engine allT", eng, args.n, all_threads)]
         executors.append(("numpy twins", twin_ops(xt, yt, st, R), args.twin_n, None))
         for name, make in (("python-flint", flint_ops), ("gmpy2", gmpy2_ops), ("mpmath", mpmath_ops)):
+            if xm is None:
+                break
             try:
                 executors.append((name, make(xm, ym, sm, R), args.slow_n, None))
             except ImportError as exc:

@@ -235,3 +235,22 @@ def test_baselines_check_their_input():
         BE.qd_mul(x, x.astype(np.float32))
     with pytest.raises(ValueError, match=r"\(count, 3\)"):
         BE.certified_add(x, x, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# the benchmark harness of the engine against its peers (bench/peers.py), on a tiny run
+
+
+def test_peers_harness_runs(tmp_path):
+    import json
+
+    from bench import peers
+
+    assert peers.main(["--n", "3000", "--twin-n", "500", "--slow-n", "40", "--repeats", "1", "--slow-repeats", "1",
+                       "--rs", "2", "--ops", "add,sqrt", "--out", str(tmp_path)]) == 0
+    (md,) = tmp_path.glob("peers_*.md")
+    data = json.loads(md.with_suffix(".json").read_text())
+    cells = {(c["op"], c["executor"]) for c in data["cells"]}
+    assert {("add", "engine 1T"), ("sqrt", "engine 1T"), ("add", "numpy twins"), ("add", "float64")} <= cells
+    assert all(c["mops"] > 0 and len(c["seconds"]) == 1 for c in data["cells"])
+    assert "| 2 | 106 | add |" in md.read_text()
