@@ -315,7 +315,8 @@ def run(args) -> dict:
         layer = numba.threading_layer()
     except ValueError:  # no parallel loop ran
         layer = "none"
-    threading = {"threads": all_threads, "layer": layer, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "unset")}
+    threading = {"threads": all_threads, "layer": layer,
+                 **{v: os.environ.get(v, "unset") for v in ("OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS")}}
     return {"cells": cells, "notes": notes, "all_threads": all_threads, "threading": threading}
 
 
@@ -358,8 +359,9 @@ def markdown(result, args, env, vers, command) -> str:
              f"commit {env['commit']}.", "",
              f"- CPU: {cpu_model()}; {platform.system()} {platform.release()}; Python {env['python']}; "
              f"numba threads: {result['all_threads']}, threading layer {result['threading']['layer']}, "
-             f"OMP_WAIT_POLICY {result['threading']['OMP_WAIT_POLICY']}; the machine was shared with other "
-             "work during the run, so the all-threads figures are the least reliable.",
+             f"OMP_WAIT_POLICY {result['threading']['OMP_WAIT_POLICY']}, OPENBLAS_NUM_THREADS "
+             f"{result['threading']['OPENBLAS_NUM_THREADS']} (float64 dot); the machine was shared with "
+             "other work during the run, so the all-threads figures are the least reliable.",
              "- Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()) + ".",
              "- Precision: R float64 terms against R * 53 bits in the arbitrary-precision peers "
              "(106, 212, 424, 848, 1696 bits); same numbers for every peer (random expansions, leading "
