@@ -4,10 +4,12 @@ Every function of :mod:`expansions.dw.cpu` is here with the same name and signat
 and low words in (float64 or float32, equal dtypes, broadcast together), a tuple of arrays out,
 bit-identical to the NumPy twin.  Each algorithm is written once, as a scalar function (the twin's
 name with a leading underscore) that performs the twin's operations in the twin's order, and
-:func:`_apply` selects it by number.  The elements are cut into blocks of :data:`_BLOCK`; a block is
-one serial loop compiled for one algorithm (its number a compile-time constant, so the loop has no
-branch and LLVM vectorizes it), and the blocks run in parallel (``prange``).  Each loop is compiled
-on first use, once per dtype, and cached on disk (``cache=True``).
+:func:`_apply` selects it by number.  The element-wise functions share one parallel loop (``prange``
+over the elements, the function chosen at run time: one compilation per dtype).  The fused entry
+points cut the elements into blocks of :data:`_BLOCK`; a block is one serial loop compiled for one
+algorithm (its number a compile-time constant, so the loop has no branch and LLVM vectorizes it),
+and the blocks run in parallel.  Every loop is compiled on first use and cached on disk
+(``cache=True``).
 
 Why the results are the twin's, bit for bit:
 
@@ -566,34 +568,19 @@ _BRANCHES = ("two_sum", "fast_two_sum", "two_prod", "dg_add12", "dg_mul12", "dg_
 assert _BRANCHES == tuple(_OP), "the branches of _apply must follow _TABLE"
 
 
-_BLOCK = 4096  # elements per block: a block is one serial (vectorizable) loop, blocks run in parallel
+_BLOCK = 4096  # elements per block in dw_binary / dw_unary: one serial loop, blocks in parallel
 
 
-@njit(**_SCALAR)
-def _map_block(op, a, b, c, d, zh, zl):
-    """``(zh[i], zl[i]) = f(a[i], b[i], c[i], d[i])`` for the function number ``op`` on one block
-    (unused operands are passed as ``a``, never read).  ``op`` is a compile-time constant
-    (``literally``): only its branch of :func:`_apply` is compiled, and the loop vectorizes."""
-    literally(op)
-    for i in range(a.shape[0]):
+@njit(**_KERNEL)
+def _map(op, a, b, c, d, zh, zl):
+    """``(zh[i], zl[i]) = f(a[i], b[i], c[i], d[i])`` for the function number ``op`` (unused operands
+    are passed as ``a``, never read).  One loop for every function, ``op`` read at run time: the
+    element-wise functions cost one compilation per dtype; the fused entry points below are the
+    specialized, vectorized ones."""
+    for i in prange(a.shape[0]):
         h, lo = _apply(op, a[i], b[i], c[i], d[i])
         zh[i] = h
         zl[i] = lo
-
-
-@functools.cache
-def _map(op: int):
-    """The parallel loop over the blocks of :func:`_map_block` for the function number ``op`` (a
-    constant of the loop, a closure variable, by which numba's cache keys it)."""
-
-    @njit(**_KERNEL)
-    def loop(a, b, c, d, zh, zl):
-        n = a.shape[0]
-        for k in prange((n + _BLOCK - 1) // _BLOCK):
-            lo, hi = k * _BLOCK, min(n, (k + 1) * _BLOCK)
-            _map_block(op, a[lo:hi], b[lo:hi], c[lo:hi], d[lo:hi], zh[lo:hi], zl[lo:hi])
-
-    return loop
 
 
 def _elementwise(name: str, *words):
@@ -609,7 +596,7 @@ def _elementwise(name: str, *words):
     flat += [flat[0]] * (4 - n_in)
     zh = np.empty(flat[0].shape, dtype=dtype)
     zl = np.empty_like(zh)
-    _map(_OP[name])(*flat, zh, zl)
+    _map(_OP[name], *flat, zh, zl)
     if n_out == 1:
         return zh.reshape(shape)
     return zh.reshape(shape), zl.reshape(shape)
@@ -779,8 +766,8 @@ def _dw_block(op, kind, x, y, out):
 
 @functools.cache
 def _dw_kernel(op: int, kind: int):
-    """The parallel loop over the blocks of :func:`_dw_block` (``op``, ``kind``: constants of the loop,
-    as in :func:`_map`); returns the number of flagged rows."""
+    """The parallel loop over the blocks of :func:`_dw_block`; returns the number of flagged rows.
+    ``op`` and ``kind`` are constants of the loop (closure variables, by which numba's cache keys it)."""
 
     @njit(**_KERNEL)
     def loop(x, y, out):
