@@ -89,44 +89,67 @@ def to_mpfr(rows, R):
 # executors: each returns {op: (callable, elements per call)} or raises ImportError with a reason
 
 
+ENGINE = {  # operation: candidate functions of the engine, "module:name", the first one present wins
+    "add_safe": ["expansions.engine:add_safe", "expansions.engine.kernels:add_safe"],
+    "sub_safe": ["expansions.engine:sub_safe", "expansions.engine.kernels:sub_safe"],
+    "mul_truncated": ["expansions.engine:mul_truncated", "expansions.engine.kernels:mul_truncated"],
+    "renormalize": ["expansions.engine:renormalize", "expansions.engine.kernels:renormalize"],
+    "div": ["expansions.engine:newton_div", "expansions.engine.newton:div"],
+    "sqrt": ["expansions.engine:newton_sqrt", "expansions.engine.newton:sqrt"],
+    "reduce": ["expansions.engine:reduce", "expansions.engine.reduce:reduce"],
+}
+
+
+def engine_function(role):
+    """The engine's function for ``role`` (a key of :data:`ENGINE`) and its name, or (None, why)."""
+    import importlib
+
+    for cand in ENGINE[role]:
+        mod, name = cand.split(":")
+        try:
+            f = getattr(importlib.import_module(mod), name, None)
+        except ImportError:
+            continue
+        if f is not None:
+            return f, cand
+    return None, "none of " + ", ".join(ENGINE[role]) + " exists"
+
+
 def engine_ops(x, y, s, R):
-    """The compiled engine's operations; ``missing`` lists those this checkout lacks."""
-    from expansions import engine
+    """The compiled engine's operations, the functions used, and the operations this checkout lacks."""
     from expansions.engine import dw
 
-    ops, missing = {}, {}
+    ops, used, missing = {}, {}, {}
+    fn = {role: engine_function(role) for role in ENGINE}
+
+    def put(op, roles, make):
+        absent = [fn[r][1] for r in roles if fn[r][0] is None]
+        if absent:
+            missing[op] = "; ".join(absent)
+        else:
+            ops[op] = make(*[fn[r][0] for r in roles])
+            used[op] = " + ".join(fn[r][1] for r in roles)
+
     if R == 2:
         ops["add"] = lambda: dw.dw_binary(R2["add"], x, y)
         ops["sub"] = lambda: dw.dw_binary(R2["sub"], x, -y)
         ops["mul"] = lambda: dw.dw_binary(R2["mul"], x, y)
         ops["div"] = lambda: dw.dw_binary(R2["div"], x, y)
         ops["sqrt"] = lambda: dw.dw_unary("dw_sqrt", s)
+        used.update({op: f"expansions.engine.dw:dw_binary('{R2[op]}')" for op in R2})
+        used["sqrt"] = "expansions.engine.dw:dw_unary('dw_sqrt')"
     else:
-        def need(*names):
-            absent = [nm for nm in names if not hasattr(engine, nm)]
-            return [getattr(engine, nm) for nm in names] if not absent else absent
-
-        def put(op, names, make):
-            f = need(*names)
-            if f and isinstance(f[0], str):
-                missing[op] = "expansions.engine lacks " + ", ".join(f)
-            else:
-                ops[op] = make(*f)
-
         put("add", ["add_safe"], lambda add: lambda: add(x, y, R))
-        put("sub", ["add_safe"], lambda add: lambda: add(x, -y, R))
+        if fn["sub_safe"][0] is not None:
+            put("sub", ["sub_safe"], lambda sub: lambda: sub(x, y, R))
+        else:
+            put("sub", ["add_safe"], lambda add: lambda: add(x, -y, R))
         put("mul", ["mul_truncated"], lambda mul: lambda: mul(x, y, R))
-        put("div", ["newton_div", "renormalize"], lambda div, ren: lambda: ren(div(x, y, R), R))
-        put("sqrt", ["newton_sqrt", "renormalize"], lambda sq, ren: lambda: ren(sq(s, R), R))
-    put_dot = getattr(engine, "dot", None) or getattr(engine, "reduce", None)
-    if put_dot is None:
-        missing["dot"] = "expansions.engine lacks dot / reduce"
-    elif getattr(engine, "dot", None) is not None:
-        ops["dot"] = lambda: engine.dot(x, y, R)
-    else:
-        n = x.shape[0]
-        ops["dot"] = lambda: engine.reduce(x, 1, n, R, y=y, ys=(n, 0, 1))
-    return ops, missing
+        put("div", ["div", "renormalize"], lambda div, ren: lambda: ren(div(x, y, R), R))
+        put("sqrt", ["sqrt", "renormalize"], lambda sq, ren: lambda: ren(sq(s, R), R))
+    n = x.shape[0]
+    put("dot", ["reduce"], lambda red: lambda: red(x, 1, n, R, y=y, ys=(n, 0, 1)))
+    return ops, used, missing
 
 
 def twin_ops(x, y, s, R):
@@ -271,7 +294,7 @@ def run(args) -> dict:
     import numba
 
     all_threads = numba.config.NUMBA_NUM_THREADS
-    cells, notes = [], []
+    cells, notes, engine_used = [], [], {}
     for R in args.rs:
         x, y, s = make_data(args.n, R, seed=R)
         xt, yt, st = x[: args.twin_n], y[: args.twin_n], s[: args.twin_n]
@@ -282,9 +305,10 @@ def run(args) -> dict:
             notes.append(f"R = {R}: python-flint, gmpy2 and mpmath skipped (gmpy2 absent: {exc})")
             xm = None
         executors = []
-        eng, missing = engine_ops(x, y, s, R)
+        eng, used, missing = engine_ops(x, y, s, R)
         for op, why in missing.items():
             notes.append(f"R = {R}, {op}: engine skipped ({why})")
+        engine_used[R] = used
         executors += [("engine 1T", eng, args.n, 1), ("engine allT", eng, args.n, all_threads)]
         executors.append(("numpy twins", twin_ops(xt, yt, st, R), args.twin_n, None))
         for name, make in (("python-flint", flint_ops), ("gmpy2", gmpy2_ops), ("mpmath", mpmath_ops)):
@@ -317,7 +341,8 @@ def run(args) -> dict:
         layer = "none"
     threading = {"threads": all_threads, "layer": layer,
                  **{v: os.environ.get(v, "unset") for v in ("OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS")}}
-    return {"cells": cells, "notes": notes, "all_threads": all_threads, "threading": threading}
+    return {"cells": cells, "notes": notes, "all_threads": all_threads, "threading": threading,
+            "engine_functions": engine_used}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,6 +410,9 @@ def markdown(result, args, env, vers, command) -> str:
                 c = mops.get((R, op, col))
                 row.append("-" if c is None else f"{c['mops']:.3g}")
             lines.append(f"| {R} | {R * 53} | {op} | " + " | ".join(row) + " |")
+    lines += ["", "## Engine functions measured", ""]
+    for R, used in result["engine_functions"].items():
+        lines.append(f"- R = {R}: " + "; ".join(f"{op}: `{f}`" for op, f in used.items()))
     lines += ["", "## Goals (engine on one thread)", "",
               "| R | op | engine / python-flint | engine / mpmath | verdict |", "|---|---|---|---|---|"]
     for g in goals(cells):
@@ -428,7 +456,8 @@ def main(argv=None) -> int:
     (out / f"{stem}.json").write_text(json.dumps(
         {"command": command.strip(), "environment": env, "versions": vers, "cpu": cpu_model(),
          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "args": vars(args),
-         "notes": result["notes"], "threading": result["threading"], "cells": result["cells"],
+         "notes": result["notes"], "threading": result["threading"],
+         "engine_functions": result["engine_functions"], "cells": result["cells"],
          "goals": goals(result["cells"])}, indent=1))
     text = markdown(result, args, env, vers, command.strip())
     (out / f"{stem}.md").write_text(text)
