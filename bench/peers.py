@@ -250,16 +250,26 @@ def float64_ops(x, y, s):
 # timing
 
 
-def measure(f, n, repeats):
-    """One untimed call, then the median of ``repeats`` timed calls: (Mop/s, seconds)."""
+def measure(make, n, repeats, budget):
+    """Time ``make(n)()``: one untimed call (it also compiles), then the median of ``repeats`` timed
+    calls; where a call takes more than ``budget`` seconds, on fewer elements (at least 100), so that
+    one call takes about ``budget``.  Returns (Mop/s, seconds, elements)."""
     with np.errstate(all="ignore"):
+        f = make(n)
         f()
+        t0 = time.perf_counter()
+        f()
+        took = time.perf_counter() - t0
+        if took > budget and n > 100:
+            n = max(100, int(n * budget / took))
+            f = make(n)
+            f()
         secs = []
         for _ in range(repeats):
             t0 = time.perf_counter()
             f()
             secs.append(time.perf_counter() - t0)
-    return n / statistics.median(secs) / 1e6, secs
+    return n / statistics.median(secs) / 1e6, secs, n
 
 
 def versions() -> dict:
@@ -290,6 +300,32 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def executors_for(R, x, y, s, xm, ym, sm, args, all_threads, notes):
+    """(name, builder of the operations on the first k elements, elements, threads, repeats) of every
+    executor at R; an absent peer is noted instead."""
+    executors = [("engine 1T", lambda k: engine_ops(x[:k], y[:k], s[:k], R)[0], args.n, 1, args.repeats),
+                 ("engine allT", lambda k: engine_ops(x[:k], y[:k], s[:k], R)[0], args.n, all_threads,
+                  args.repeats),
+                 ("numpy twins", lambda k: twin_ops(x[:k], y[:k], s[:k], R), args.twin_n, None, args.repeats)]
+    if xm is not None:
+        for name, build in (("python-flint", flint_ops), ("gmpy2", gmpy2_ops), ("mpmath", mpmath_ops)):
+            try:
+                build(xm[:1], ym[:1], sm[:1], R)
+            except ImportError as exc:
+                notes.append(f"{name} absent: {exc}")
+                continue
+            executors.append((name, lambda k, b=build: b(xm[:k], ym[:k], sm[:k], R), args.slow_n, None,
+                              args.slow_repeats))
+    if R == 2:
+        try:
+            xprec_ops(x[:1], y[:1], s[:1])
+            executors.append(("xprec", lambda k: xprec_ops(x[:k], y[:k], s[:k]), args.n, None, args.repeats))
+        except ImportError as exc:
+            notes.append(f"xprec absent: {exc}")
+    executors.append(("float64", lambda k: float64_ops(x[:k], y[:k], s[:k]), args.n, None, args.repeats))
+    return executors
+
+
 def run(args) -> dict:
     import numba
 
@@ -297,43 +333,28 @@ def run(args) -> dict:
     cells, notes, engine_used = [], [], {}
     for R in args.rs:
         x, y, s = make_data(args.n, R, seed=R)
-        xt, yt, st = x[: args.twin_n], y[: args.twin_n], s[: args.twin_n]
         xl, yl, sl = x[: args.slow_n], y[: args.slow_n], s[: args.slow_n]
         try:
             xm, ym, sm = to_mpfr(xl, R), to_mpfr(yl, R), to_mpfr(sl, R)
         except ImportError as exc:  # the values for the Python-loop peers are made with gmpy2
             notes.append(f"R = {R}: python-flint, gmpy2 and mpmath skipped (gmpy2 absent: {exc})")
             xm = None
-        executors = []
         eng, used, missing = engine_ops(x, y, s, R)
         for op, why in missing.items():
             notes.append(f"R = {R}, {op}: engine skipped ({why})")
         engine_used[R] = used
-        executors += [("engine 1T", eng, args.n, 1), ("engine allT", eng, args.n, all_threads)]
-        executors.append(("numpy twins", twin_ops(xt, yt, st, R), args.twin_n, None))
-        for name, make in (("python-flint", flint_ops), ("gmpy2", gmpy2_ops), ("mpmath", mpmath_ops)):
-            if xm is None:
-                break
-            try:
-                executors.append((name, make(xm, ym, sm, R), args.slow_n, None))
-            except ImportError as exc:
-                notes.append(f"{name} absent: {exc}")
-        if R == 2:
-            try:
-                executors.append(("xprec", xprec_ops(x, y, s), args.n, None))
-            except ImportError as exc:
-                notes.append(f"xprec absent: {exc}")
-        executors.append(("float64", float64_ops(x, y, s), args.n, None))
-        for name, ops, n, threads in executors:
+        executors = executors_for(R, x, y, s, xm, ym, sm, args, all_threads, notes)
+        for name, build, n, threads, repeats in executors:
+            available = build(1)
             for op in args.ops:
-                if op not in ops:
+                if op not in available:
                     continue
                 if threads is not None:
                     numba.set_num_threads(threads)
-                mops, secs = measure(ops[op], n, args.slow_repeats if n == args.slow_n else args.repeats)
-                cells.append({"R": R, "bits": R * 53, "op": op, "executor": name, "n": n, "threads": threads,
+                mops, secs, used_n = measure(lambda k, op=op, b=build: b(k)[op], n, repeats, args.budget)
+                cells.append({"R": R, "bits": R * 53, "op": op, "executor": name, "n": used_n, "threads": threads,
                               "mops": mops, "seconds": secs})
-                print(f"R={R:2d} {op:4s} {name:12s} n={n:6d} {mops:10.4g} Mop/s", flush=True)
+                print(f"R={R:2d} {op:4s} {name:12s} n={used_n:6d} {mops:10.4g} Mop/s", flush=True)
         numba.set_num_threads(all_threads)
     try:
         layer = numba.threading_layer()
@@ -392,9 +413,10 @@ def markdown(result, args, env, vers, command) -> str:
              "(106, 212, 424, 848, 1696 bits); same numbers for every peer (random expansions, leading "
              "exponents in [-8, 8]; |x| for sqrt).",
              f"- Elements: engine, xprec and float64 {args.n}; NumPy twins {args.twin_n}; python-flint, gmpy2, "
-             f"mpmath {args.slow_n} (Python loops). Mop/s = elements / s / 10^6 (dot: multiply-adds of one dot of "
+             f"mpmath {args.slow_n} (Python loops); fewer where one call took more than {args.budget} s (each "
+             "cell's count is in the JSON). Mop/s = elements / s / 10^6 (dot: multiply-adds of one dot of "
              f"that many elements), median of {args.repeats} timings ({args.slow_repeats} for the Python loops) "
-             "after one untimed call.",
+             "after two untimed calls.",
              "- Engine at R = 2: dw_add_accurate (sub: of -y), dw_times_dw1, dw_div_dw2, dw_sqrt through "
              "`expansions.engine.dw.dw_binary` / `dw_unary` (non-finite rule included); R > 2: add_safe, "
              "mul_truncated, Newton div / sqrt + renormalize, the reduction for dot. NumPy twins: the same "
@@ -436,6 +458,7 @@ def main(argv=None) -> int:
     ap.add_argument("--twin-n", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--slow-repeats", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=0.5, help="seconds per call above which fewer elements are used")
     ap.add_argument("--rs", default=",".join(map(str, RS)))
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
