@@ -108,7 +108,7 @@ def engine_function(role):
         mod, name = cand.split(":")
         try:
             f = getattr(importlib.import_module(mod), name, None)
-        except ImportError:
+        except ImportError:  # the module, or numba (the engine package raises ImportError on access)
             continue
         if f is not None:
             return f, cand
@@ -147,8 +147,8 @@ def engine_ops(x, y, s, R):
         put("mul", ["mul_truncated"], lambda mul: lambda: mul(x, y, R))
         put("div", ["div", "renormalize"], lambda div, ren: lambda: ren(div(x, y, R), R))
         put("sqrt", ["sqrt", "renormalize"], lambda sq, ren: lambda: ren(sq(s, R), R))
-    n = x.shape[0]
-    put("dot", ["reduce"], lambda red: lambda: red(x, 1, n, R, y=y, ys=(n, 0, 1)))
+    n = x.shape[0]  # dot: one row of n products, the strides expansions.reduce.dot passes for 1-D operands
+    put("dot", ["reduce"], lambda red: lambda: red(x, 1, n, R, y=y, ys=(0, 0, 1)))
     return ops, used, missing
 
 
@@ -160,7 +160,7 @@ def twin_ops(x, y, s, R):
     from expansions.dw import cpu as D
 
     n = x.shape[0]
-    ops = {"dot": lambda: reduce(x, 1, n, R, y=y, ys=(n, 0, 1))}
+    ops = {"dot": lambda: reduce(x, 1, n, R, y=y, ys=(0, 0, 1))}
     if R == 2:
         cols = (x[:, 0], x[:, 1], y[:, 0], y[:, 1])
         ops["add"] = lambda: D.dw_add_accurate(*cols)
