@@ -418,7 +418,8 @@ def markdown(result, args, env, vers, command) -> str:
              f"that many elements), median of {args.repeats} timings ({args.slow_repeats} for the Python loops) "
              "after two untimed calls.",
              "- Engine at R = 2: dw_add_accurate (sub: of -y), dw_times_dw1, dw_div_dw2, dw_sqrt through "
-             "`expansions.engine.dw.dw_binary` / `dw_unary` (non-finite rule included); R > 2: add_safe, "
+             "`expansions.engine.dw.dw_binary` / `dw_unary` (non-finite rule included; the public operators "
+             "renormalize the result afterwards, which is not timed here); R > 2: add_safe, "
              "mul_truncated, Newton div / sqrt + renormalize, the reduction for dot. NumPy twins: the same "
              "algorithms (expansions.dw.cpu at R = 2, expansions.cpu.kernels / newton / reduce).", ""]
     for note in result["notes"]:
