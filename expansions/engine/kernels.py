@@ -253,7 +253,9 @@ def add_fast_row(x, n, y, m, negy, R, out, s, e):
 @njit(**OPTIONS)
 def propagate(s, e, R):
     """Twin of ``kernels._propagate``: while an error lane is nonzero (at most R rounds), 2Sum each
-    lane with its error, the new errors shifted up one lane with zero entering lane 0."""
+    lane with its error, the new errors shifted up one lane with zero entering lane 0.  A lane whose
+    error is zero and whose term is finite and nonzero is not computed: 2Sum(s, ±0) = (s, +0) exactly
+    (s + ±0 = s; s - s = +0; s - +0 = s; s - s = +0; ±0 - +0 = ±0; +0 + ±0 = +0)."""
     zero = _const(s[0], 0.0)
     for _ in range(R):
         act = False
@@ -264,7 +266,10 @@ def propagate(s, e, R):
         if not act:
             return
         for l in range(R - 1, -1, -1):
-            s[l], t = two_sum(s[l], e[l])
+            if e[l] == 0 and s[l] != 0 and np.isfinite(s[l]):
+                t = zero  # what 2Sum(s, ±0) gives for a finite nonzero s: (s, +0)
+            else:
+                s[l], t = two_sum(s[l], e[l])
             if l + 1 < R:
                 e[l + 1] = t
         e[0] = zero
