@@ -305,3 +305,21 @@ def test_non_contiguous_input():
     x, y = draw(4, "float64", 6)
     xf = np.asfortranarray(x)
     assert_same(E.add_safe(xf, y[:, ::-1], 4), TK.add_safe(x, np.ascontiguousarray(y[:, ::-1]), 4), x, y)
+
+
+def test_without_numba():
+    """Where numba cannot be imported, available() is False with the reason, and the functions raise
+    ImportError with it (a fresh process in which ``import numba`` fails)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['numba'] = None\n"
+        "import expansions.engine as E\n"
+        "assert not E.available() and 'numba' in E.unavailable_reason(), E.unavailable_reason()\n"
+        "try:\n    E.add_safe\nexcept ImportError as exc:\n    assert 'numba' in str(exc)\n"
+        "else:\n    raise AssertionError('no ImportError')\n"
+        "print('ok')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
