@@ -1,0 +1,73 @@
+"""The compiled CPU engine (numba): every operation of the NumPy twins, bit for bit, one expansion per
+loop iteration on all cores.
+
+Drop-in for the twins (same names, signatures, shapes, dtypes and bits):
+
+* :mod:`expansions.cpu.kernels`: :func:`add_safe`, :func:`add_fast`, :func:`sub_safe`, :func:`sub_fast`,
+  :func:`mul_truncated`, :func:`renormalize`, :func:`negate` (:mod:`expansions.engine.kernels`);
+* :mod:`expansions.cpu.newton`: :func:`reciprocal`, :func:`div`, :func:`sqrt`, also named
+  :func:`newton_reciprocal`, :func:`newton_div`, :func:`newton_sqrt` (:mod:`expansions.engine.newton`);
+* :mod:`expansions.cpu.reduce`: :func:`reduce`, :func:`reduce_pass` (:mod:`expansions.engine.reduction`).
+
+Importing this package does not import numba; :func:`available` says whether the engine can run and
+:func:`unavailable_reason` why not.  The functions are loaded on first access; without numba, accessing
+one raises ImportError with the reason.  Compiled code is cached on disk (numba's ``cache=True``, in
+``__pycache__`` or ``NUMBA_CACHE_DIR``): the first call of each kernel per dtype compiles it once.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_FUNCTIONS = {
+    "add_safe": "kernels",
+    "add_fast": "kernels",
+    "sub_safe": "kernels",
+    "sub_fast": "kernels",
+    "mul_truncated": "kernels",
+    "renormalize": "kernels",
+    "negate": "kernels",
+    "reciprocal": "newton",
+    "div": "newton",
+    "sqrt": "newton",
+    "newton_reciprocal": "newton",
+    "newton_div": "newton",
+    "newton_sqrt": "newton",
+    "reduce": "reduction",
+    "reduce_pass": "reduction",
+}
+
+_status: list = []  # [reason or None], filled by available()
+
+
+def unavailable_reason() -> str | None:
+    """Why the engine cannot run (numba missing or failing to import), or None when it can."""
+    if not _status:
+        try:
+            importlib.import_module(".kernels", __name__)
+        except ImportError as exc:
+            _status.append(f"the compiled CPU engine needs numba>=0.60 ({type(exc).__name__}: {exc})")
+        else:
+            _status.append(None)
+    return _status[0]
+
+
+def available() -> bool:
+    """Whether the compiled engine can run here (numba imports)."""
+    return unavailable_reason() is None
+
+
+def __getattr__(name):
+    if name in _FUNCTIONS:
+        reason = unavailable_reason()
+        if reason is not None:
+            raise ImportError(reason)
+        return getattr(importlib.import_module("." + _FUNCTIONS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_FUNCTIONS))
+
+
+__all__ = ["available", "unavailable_reason", *_FUNCTIONS]

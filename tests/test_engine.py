@@ -1,0 +1,325 @@
+"""The compiled engine (expansions.engine) against the NumPy twins, bit for bit.
+
+* every operation of the twins (add_safe, add_fast, sub_safe, sub_fast, mul_truncated, renormalize,
+  negate, reciprocal, div, sqrt, reduce, reduce_pass): engine == twin on the bits (signed zeros
+  count), for R in 2, 3, 4, 5, 8, 13, 16, 31, 32, float64 and float32, on the verification's input
+  families (``expansions.verify.families``), on the same inputs with NaN or an infinity in some term,
+  with overflowing results, with operands of other numbers of terms (one-term divisors included);
+* how the engine is compiled: no multiply-add contracted into an FMA (a*b - c where the fused result
+  differs), subnormals kept (no flush to zero);
+* the package's interface: available(), the twins' names, errors on bad input.
+
+Every NaN of these operations is the canonical one (the non-finite rule), so NaN bits are compared
+too.  numba compiles each kernel once per dtype (R and the sizes are runtime arguments) and caches
+the code on disk.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from helpers import DTYPES, RS, bits, failure_table
+
+pytest.importorskip("numba", reason="the compiled CPU engine needs numba")
+
+import expansions.engine as E  # noqa: E402
+from expansions.cpu import kernels as TK  # noqa: E402
+from expansions.cpu import newton as TN  # noqa: E402
+from expansions.cpu import reduce as TR  # noqa: E402
+from expansions.verify import families  # noqa: E402
+
+N = 48  # expansions per family draw; the families hold 6 adversarial kinds of N // 8 each
+
+
+def assert_same(got, want, *inputs, what=""):
+    assert got.shape == want.shape and got.dtype == want.dtype, (what, got.shape, got.dtype, want.shape, want.dtype)
+    assert np.array_equal(bits(got), bits(want)), f"{what}\n" + failure_table(inputs, got, want)
+
+
+def draw(R, dtype, seed, op="add_safe"):
+    return families(N, R, dtype, np.random.default_rng([seed, R, np.dtype(dtype).itemsize]), op)
+
+
+def with_nonfinite(x, rng):
+    """x with NaN, +inf or -inf in a random term of a quarter of the rows."""
+    x = x.copy()
+    rows = rng.choice(x.shape[0], size=max(1, x.shape[0] // 4), replace=False)
+    cols = rng.integers(0, x.shape[1], size=rows.size)
+    x[rows, cols] = rng.choice(np.array([np.nan, np.inf, -np.inf], dtype=x.dtype), size=rows.size)
+    return x
+
+
+def near_overflow(x, rng, frac=0.25):
+    """x with some rows scaled so that the leading term is about 0.9 * the largest float."""
+    x = x.copy()
+    rows = rng.choice(x.shape[0], size=max(1, int(x.shape[0] * frac)), replace=False)
+    big = np.finfo(x.dtype).max
+    with np.errstate(all="ignore"):
+        x[rows] = (x[rows] / np.abs(x[rows, :1])) * x.dtype.type(0.9) * big
+    x[~np.isfinite(x)] = 0
+    return x
+
+
+def variants(x, y, seed):
+    """(label, x, y): the families, then with non-finite terms in x, in y, in both, and overflowing."""
+    rng = np.random.default_rng(seed)
+    yield "families", x, y
+    yield "nonfinite x", with_nonfinite(x, rng), y
+    yield "nonfinite y", x, with_nonfinite(y, rng)
+    yield "nonfinite both", with_nonfinite(x, rng), with_nonfinite(y, rng)
+    xb = near_overflow(x, rng)
+    yb = near_overflow(y, rng)
+    yb = np.where(np.sign(yb[:, :1]) == np.sign(xb[:, :1]), yb, -yb)  # same signs: sums overflow
+    yield "overflow", xb, yb
+
+
+def sizes(R):
+    """(n, m) term counts of mixed-size operands: shorter, longer, one-term, beyond a lane group."""
+    return [(1, R), (R, 1), (1, 1), (R + 3, max(1, R - 1)), (max(1, R // 2), R + 5), (2, 33)]
+
+
+def resize(x, n, rng):
+    """x with n terms: its first terms, or more terms (random values far below) appended."""
+    if n <= x.shape[1]:
+        return np.ascontiguousarray(x[:, :n])
+    extra = (rng.standard_normal((x.shape[0], n - x.shape[1])) * 2.0**-80).astype(x.dtype)
+    return np.ascontiguousarray(np.concatenate([x, extra * x[:, :1]], axis=1))
+
+
+def run(f, *args):
+    with np.errstate(all="ignore"):
+        return f(*args)
+
+
+# ---------------------------------------------------------------------------------------------
+# additions and the multiplication
+
+BINARY = ("add_safe", "add_fast", "sub_safe", "sub_fast", "mul_truncated")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", RS)
+def test_binary_bits(R, dtype):
+    x0, y0 = draw(R, dtype, 1)
+    rng = np.random.default_rng(R)
+    cases = list(variants(x0, y0, R))
+    cases += [(f"sizes {n},{m}", resize(x0, n, rng), resize(y0, m, rng)) for n, m in sizes(R)]
+    for label, x, y in cases:
+        for name in BINARY:
+            got = run(getattr(E, name), x, y, R)
+            want = run(getattr(TK, name), x, y, R)
+            assert_same(got, want, x, y, what=str((name, label)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", RS)
+def test_renormalize_bits(R, dtype):
+    x, y = draw(R, dtype, 2, "renormalize")
+    rng = np.random.default_rng(R)
+    raw = run(TK.add_fast, x, y, R)
+    perm = rng.permuted(np.tile(np.arange(R), (raw.shape[0], 1)), axis=1)
+    raw[::2] = np.take_along_axis(raw[::2], perm[::2], axis=1)  # unordered terms, as the verification
+    long = rng.permuted(np.concatenate([x, y], axis=1), axis=1)  # 2R unordered terms into R
+    ov = near_overflow(np.concatenate([x, x], axis=1), rng, frac=0.5)  # two copies of 0.9*max: overflow
+    cases = [raw, x, long, with_nonfinite(raw, rng), with_nonfinite(long, rng), ov, np.ascontiguousarray(x[:, :1])]
+    for inp in cases:
+        assert_same(run(E.renormalize, inp, R), run(TK.renormalize, inp, R), inp)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_negate(dtype):
+    x, _ = draw(4, dtype, 3)
+    x = with_nonfinite(x, np.random.default_rng(0))
+    assert_same(E.negate(x), TK.negate(x), x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Newton: reciprocal, division, square root
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", RS)
+def test_newton_bits(R, dtype):
+    x0, y0 = draw(R, dtype, 4, "div")
+    rng = np.random.default_rng(R)
+    cases = list(variants(x0, y0, R))
+    x1 = x0.copy()
+    x1[::5] = 0  # 0/y, sqrt(+-0), 1/0
+    x1[1::10] = -x1[1::10]
+    cases.append(("zeros", x1, np.ascontiguousarray(x1[::-1])))
+    cases += [(f"sizes {n},{m}", resize(x0, n, rng), resize(y0, m, rng)) for n, m in sizes(R)[:4]]
+    for label, x, y in cases:
+        got = run(E.newton_div, x, y, R)
+        assert_same(got, run(TN.div, x, y, R), x, y, what=str(("div", label)))
+        assert_same(run(E.newton_reciprocal, y, R), run(TN.reciprocal, y, R), y, what=str(("reciprocal", label)))
+        if label in ("families", "zeros"):  # negative radicands: NaN
+            assert_same(run(E.newton_sqrt, x, R), run(TN.sqrt, x, R), x, what=str(("sqrt of signed", label)))
+        x = np.ascontiguousarray(np.where(x[:, :1] < 0, -x, x))
+        assert_same(run(E.newton_sqrt, x, R), run(TN.sqrt, x, R), x, what=str(("sqrt", label)))
+
+
+def test_newton_names():
+    assert E.div is E.newton_div and E.reciprocal is E.newton_reciprocal and E.sqrt is E.newton_sqrt
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+
+
+REDUCTIONS = [  # (batch, n, n2, xs): contiguous rows, columns of a matrix (strided), one long row
+    (1, N, 1, None),
+    (3, N // 3, 1, None),
+    (N, 1, 1, None),
+    (6, 8, 6, (48, 1, 6)),
+    (2, 5, 2, (20, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", RS)
+def test_reduce_bits(R, dtype):
+    x0, y0 = draw(R, dtype, 5)
+    rng = np.random.default_rng(R)
+    for label, x, y in variants(x0, y0, R):
+        if label in ("nonfinite x", "nonfinite y"):
+            continue  # "nonfinite both" has both
+        for batch, n, n2, xs in REDUCTIONS:
+            want = run(TR.reduce, x, batch, n, R, n2, xs)
+            for chunk in (None, 2, [4, 2]) if label == "families" else (None,):
+                got = run(E.reduce, x, batch, n, R, n2, xs, None, None, chunk)
+                assert_same(got, want, x, what=str(("sum", label, batch, n, chunk)))
+            ys = xs if xs is not None else (n, 0, 1)
+            yd = y if label != "families" else resize(y, 1, rng)  # one case of one-term factors
+            want = run(TR.reduce, x, batch, n, R, n2, xs or (n, 0, 1), yd, ys)
+            got = run(E.reduce, x, batch, n, R, n2, xs or (n, 0, 1), yd, ys)
+            assert_same(got, want, x, yd, what=str(("dot", label, batch, n)))
+    x, y = x0, y0
+    for C in (2, 4, 64):
+        want = run(TR.reduce_pass, x, 3, 16, 1, (16, 0, 1), R, C, y, (16, 0, 1))
+        assert_same(run(E.reduce_pass, x, 3, 16, 1, (16, 0, 1), R, C, y, (16, 0, 1)), want, x, y)
+    assert_same(E.reduce(x, 0, 5, R), TR.reduce(x, 0, 5, R))
+    assert_same(E.reduce(x, 2, 0, R), TR.reduce(x, 2, 0, R))
+
+
+def test_reduce_long_rows_split():
+    """Few long rows are cut into chunks for the cores; the tree, and the bits, are the same."""
+    R = 3
+    x = families(2000, R, "float64", np.random.default_rng(7), "add_safe")[0]
+    for batch, n in ((1, 2000), (2, 1000), (5, 400)):
+        assert_same(run(E.reduce, x, batch, n, R), run(TR.reduce, x, batch, n, R), x)
+
+
+# ---------------------------------------------------------------------------------------------
+# how the engine is compiled
+
+
+def _compiled(f):
+    from numba import njit
+
+    from expansions.engine.kernels import OPTIONS
+
+    return njit(**{k: v for k, v in OPTIONS.items() if k != "cache"})(f)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_no_contraction(dtype):
+    """a*b - c compiled as the engine compiles equals NumPy's two roundings, not the fused result:
+    a = 1 + 2**-k, b = 1 - 2**-k, c = 1 with 2k > p: RN(a*b) = 1, so a*b - c = 0, while an FMA gives
+    -2**-2k.  The machine code of a*b - c and of the engine's two-products and 2Sum has no FMA
+    instruction (the host's instruction set is the target: x86-64 with FMA on current machines)."""
+    from numba import types
+
+    from expansions.engine import kernels as K
+
+    k = 30 if dtype == "float64" else 13
+    t = np.dtype(dtype).type
+    a, b, c = t(1 + 2.0**-k), t(1 - 2.0**-k), t(1)
+    assert Fraction(float(a)) * Fraction(float(b)) - Fraction(float(c)) == -(Fraction(2) ** (-2 * k))  # fused
+    f = _compiled(lambda a, b, c: a * b - c)
+    got = f(a, b, c)
+    assert f.nopython_signatures[0].return_type == getattr(types, dtype)  # computed in the terms' type
+    assert got == a * b - c == 0
+    for py in (lambda a, b, c: a * b - c, K._two_prod64.py_func, K._two_prod32.py_func):
+        g = _compiled(py)
+        g(*(a, b, c)[: py.__code__.co_argcount])
+        asm = g.inspect_asm(g.signatures[0]).lower()
+        assert "mul" in asm  # the products are there, as separate instructions
+        assert not any(op in asm for op in ("vfmadd", "vfmsub", "vfnmadd", "vfnmsub")), asm
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_subnormals_kept(dtype):
+    """Subnormal terms and results are computed, not flushed to zero."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    x = np.array([[3 * tiny, 0.0], [np.finfo(dtype).tiny, -tiny]], dtype=dtype)
+    y = np.array([[tiny, 0.0], [-np.finfo(dtype).tiny / 2, 0.0]], dtype=dtype)
+    s = E.add_safe(x, y, 2)
+    assert s[0, 0] == 4 * tiny and s[1, 0] == np.finfo(dtype).tiny / 2 - tiny
+    assert_same(s, TK.add_safe(x, y, 2), x, y)
+    e = np.finfo(dtype).minexp - np.finfo(dtype).nmant  # the smallest subnormal is 2**e = 2**(e // 2) * 2**(e - e // 2)
+    a = np.array([[2.0 ** (e // 2), 0.0]], dtype=dtype)
+    b = np.array([[2.0 ** (e - e // 2), 0.0]], dtype=dtype)
+    p = E.mul_truncated(a, b, 2)
+    assert p[0, 0] == tiny
+    assert_same(p, TK.mul_truncated(a, b, 2), a, b)
+    f = _compiled(lambda u, v: u - v)
+    t = np.dtype(dtype).type
+    assert f(t(1.5) * np.finfo(dtype).tiny, np.finfo(dtype).tiny) == np.finfo(dtype).tiny / 2
+
+
+# ---------------------------------------------------------------------------------------------
+# the package's interface
+
+
+def test_available():
+    assert E.available() and E.unavailable_reason() is None
+    for name in ("add_safe", "add_fast", "sub_safe", "sub_fast", "mul_truncated", "renormalize", "negate",
+                 "reciprocal", "div", "sqrt", "newton_reciprocal", "newton_div", "newton_sqrt", "reduce",
+                 "reduce_pass"):
+        assert callable(getattr(E, name)), name
+    with pytest.raises(AttributeError):
+        E.no_such_function  # noqa: B018
+
+
+def test_bad_input():
+    x = np.zeros((3, 2))
+    with pytest.raises(TypeError):
+        E.add_safe(x, x.astype(np.float32), 2)
+    with pytest.raises(TypeError):
+        E.mul_truncated(x.astype(np.int64), x, 2)
+    with pytest.raises(ValueError):
+        E.add_safe(x, np.zeros((4, 2)), 2)
+    with pytest.raises(ValueError):
+        E.renormalize(np.zeros(3), 2)
+    with pytest.raises(ValueError):
+        E.add_fast(x, x, 33)
+    with pytest.raises(ValueError):
+        E.reduce(x, 1, 4, 2)  # addresses element 3 of 3
+    with pytest.raises(ValueError):
+        E.reduce_pass(x, 1, 3, 1, (3, 0, 1), 2, 3)  # chunk not a power of two
+
+
+def test_non_contiguous_input():
+    x, y = draw(4, "float64", 6)
+    xf = np.asfortranarray(x)
+    assert_same(E.add_safe(xf, y[:, ::-1], 4), TK.add_safe(x, np.ascontiguousarray(y[:, ::-1]), 4), x, y)
+
+
+def test_without_numba():
+    """Where numba cannot be imported, available() is False with the reason, and the functions raise
+    ImportError with it (a fresh process in which ``import numba`` fails)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['numba'] = None\n"
+        "import expansions.engine as E\n"
+        "assert not E.available() and 'numba' in E.unavailable_reason(), E.unavailable_reason()\n"
+        "try:\n    E.add_safe\nexcept ImportError as exc:\n    assert 'numba' in str(exc)\n"
+        "else:\n    raise AssertionError('no ImportError')\n"
+        "print('ok')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
