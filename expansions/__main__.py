@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, verify
+from . import __version__, backends, verify
 from . import formats as F
 from .backends import gpu_environment
 
@@ -63,7 +63,14 @@ def cmd_info(args) -> int:
     print(f"expansions {env['expansions']} (commit {env['commit']})")
     print(f"python {env['python']}, numpy {env['numpy']}")
     print("backends:")
-    print("  cpu : NumPy twins of the GPU kernels (always available)")
+    reason = backends.cpu_backend_reason()
+    if reason is None and backends.cpu_backend().name == "engine":
+        print("  cpu : the compiled engine (numba; EXPANSIONS_CPU=twins selects the NumPy twins)")
+    elif reason is None:
+        print("  cpu : the NumPy twins (EXPANSIONS_CPU=twins; unset it for the compiled engine)")
+    else:
+        print(f"  cpu : the NumPy twins; the compiled engine is not available: {reason}")
+    print("  twins: NumPy twins of the GPU kernels, the executable specification (always available)")
     if env.get("gpu_available"):
         print(f"  cuda: {env['gpu_name']} (driver {env['driver']}, CuPy {env['cupy']})")
     else:
@@ -120,7 +127,9 @@ def main(argv=None) -> int:
     v.add_argument("--operations", default=",".join(("add_safe", "add_fast", "mul", "renormalize")))
     v.add_argument("--samples", type=int, default=10000, help="cases per (operation, R, dtype)")
     v.add_argument("--seed", type=int, default=2016)
-    v.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
+    v.add_argument("--backend", default="auto", choices=("auto", "cpu", "engine", "cuda"),
+                   help="cpu: the NumPy twins (the specification); engine: the compiled CPU engine; "
+                        "auto: cuda when CuPy sees a GPU, else cpu")
     v.add_argument("--out", default="", help="folder for verification.md and verification.json")
     v.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)

@@ -17,18 +17,24 @@ A :class:`Backend` holds the functions that run the library's algorithms on 2-D 
 ==================  ====================================================================
 
 ``cpu`` runs the NumPy twins (:mod:`expansions.cpu`), the executable specification of the kernels;
-``cuda`` runs the CUDA kernels through CuPy (:mod:`expansions.cuda.launch`).  Both give the same
-bits.  :func:`for_terms` picks the backend of an array of terms (NumPy: cpu, CuPy: cuda); the
-operations (:mod:`expansions.operations`) call it once per operation.
+``engine`` the compiled CPU engine (:mod:`expansions.engine`, numba: one expansion per loop
+iteration on all cores), tested bit-identical to the twins; ``cuda`` runs the CUDA kernels through
+CuPy (:mod:`expansions.cuda.launch`).  All give the same bits.  :func:`for_terms` picks the backend
+of an array of terms (CuPy: cuda; NumPy: :func:`cpu_backend`, the engine unless numba is missing or
+``EXPANSIONS_CPU=twins`` / :func:`set_cpu_backend` asks for the twins); the operations
+(:mod:`expansions.operations`) call it once per operation.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import engine as _engine
 from .cpu import kernels as _twins
 from .cpu import newton as _twin_newton
 from .cpu import reduce as _twin_reduce
@@ -120,6 +126,62 @@ cuda = Backend(
 )
 
 
+def _engine_dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False):
+    """:func:`expansions.engine.dw_binary` with the signature of the other backends' ``dw_binary``
+    (the algorithm's name decides its kind; the same non-finite rule)."""
+    return _engine.dw_binary(name, xt, -yt if negate_y else yt)
+
+
+def _engine_dw_unary(name: str, xt, R: int = 2):
+    return _engine.dw_unary(name, xt)
+
+
+@functools.cache
+def engine_backend() -> Backend:
+    """The compiled engine as a Backend (imports numba and loads the compiled functions; ImportError
+    with the reason when numba is missing)."""
+    e = _engine
+    return Backend(
+        name="engine", device="cpu",
+        add_safe=e.add_safe, add_fast=e.add_fast, sub_safe=e.sub_safe, sub_fast=e.sub_fast,
+        mul_truncated=e.mul_truncated, renormalize=e.renormalize, negate=e.negate,
+        newton_reciprocal=e.newton_reciprocal, newton_div=e.newton_div, newton_sqrt=e.newton_sqrt,
+        dw_binary=_engine_dw_binary, dw_unary=_engine_dw_unary, reduce=e.reduce,
+    )
+
+
+#: The CPU backends by name: "engine" (the default) and "twins" (the NumPy twins, ``cpu`` above).
+CPU_BACKENDS = ("engine", "twins")
+_cpu_state: dict = {}  # "choice": the name asked for, "backend": the Backend in use, "reason": why not the engine
+
+
+def set_cpu_backend(name: str | None = None) -> Backend:
+    """Choose what runs on NumPy arrays: ``'engine'`` (compiled, the default), ``'twins'`` (the NumPy
+    twins), or None for the default (the environment variable ``EXPANSIONS_CPU``, else the engine).
+    Without numba the engine is replaced by the twins, and :func:`cpu_backend_reason` says why.
+    Returns the Backend now in use."""
+    choice = name if name is not None else os.environ.get("EXPANSIONS_CPU", "engine")
+    if choice not in CPU_BACKENDS:
+        raise ValueError(f"unknown CPU backend {choice!r}: use one of {CPU_BACKENDS}")
+    reason = None
+    if choice == "engine":
+        reason = _engine.unavailable_reason()
+    backend = cpu if choice == "twins" or reason is not None else engine_backend()
+    _cpu_state.update(choice=choice, backend=backend, reason=reason)
+    return backend
+
+
+def cpu_backend() -> Backend:
+    """The Backend that runs on NumPy arrays (see :func:`set_cpu_backend`)."""
+    return _cpu_state.get("backend") or set_cpu_backend()
+
+
+def cpu_backend_reason() -> str | None:
+    """Why the CPU runs the twins although the engine was asked for (numba missing), else None."""
+    cpu_backend()
+    return _cpu_state["reason"]
+
+
 def xp_of(a):
     """The array module of ``a``: NumPy for NumPy arrays and everything else, CuPy for CuPy arrays."""
     return array_module(a)
@@ -130,12 +192,12 @@ def device_of(terms) -> str:
 
 
 def for_terms(terms) -> Backend:
-    """The backend that runs on ``terms``' device."""
-    return cpu if xp_of(terms) is np else cuda
+    """The backend that runs on ``terms``' device (for NumPy arrays: :func:`cpu_backend`)."""
+    return (_cpu_state.get("backend") or cpu_backend()) if xp_of(terms) is np else cuda
 
 
 def for_device(device: str) -> Backend:
-    return cpu if device == "cpu" else cuda
+    return cpu_backend() if device == "cpu" else cuda
 
 
 def to_numpy(a) -> np.ndarray:

@@ -135,6 +135,8 @@ def _backend(name):
     """The backend of ``name`` and the function that moves a NumPy array to its device."""
     if name == "cpu":
         return backends.cpu, np.asarray
+    if name == "engine":
+        return backends.engine_backend(), np.asarray
     return backends.cuda, lambda a: backends.to_device(a, "cuda")
 
 

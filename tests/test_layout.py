@@ -122,16 +122,20 @@ def test_one_table_for_kernels_launchers_twins_and_backends():
             assert getattr(backends.cpu, name) is twin and getattr(backends.cuda, name) is launcher, name
 
 
+@pytest.mark.parametrize("cpu", ["twins", "engine"])
 @pytest.mark.parametrize("R", [2, 3])
-def test_x_plus_y_reaches_the_backend_in_three_calls(R):
+def test_x_plus_y_reaches_the_backend_in_three_calls(R, cpu):
     """``x + y`` -> ``ExpansionArray.__add__`` -> ``operations.binary`` -> the backend's kernel."""
     import sys
 
     import expansions as ex
-    from expansions import backends
+    from expansions import backends, engine
 
+    if cpu == "engine" and not engine.available():
+        pytest.skip(engine.unavailable_reason())
     x, y = ex.random(4, terms=R, seed=1), ex.random(4, terms=R, seed=2)
-    kernel = backends.cpu.add_safe if R > 2 else backends.cpu.dw_binary
+    be = backends.set_cpu_backend(cpu)
+    kernel = be.add_safe if R > 2 else be.dw_binary
     here, depth = sys._getframe().f_code, []
 
     def profile(frame, event, arg):
@@ -146,4 +150,5 @@ def test_x_plus_y_reaches_the_backend_in_three_calls(R):
         x + y
     finally:
         sys.setprofile(None)
+        backends.set_cpu_backend(None)
     assert depth == [3]

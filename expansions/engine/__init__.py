@@ -35,6 +35,8 @@ _FUNCTIONS = {
     "newton_sqrt": "newton",
     "reduce": "reduction",
     "reduce_pass": "reduction",
+    "dw_binary": "dw",
+    "dw_unary": "dw",
 }
 
 _status: list = []  # [reason or None], filled by available()
