@@ -40,17 +40,26 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import operator
 import os
 import platform
 import statistics
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import mpmath
 import numpy as np
+import numpy.ma  # noqa: F401  (before xprec: numpy.ma's import fails once ddouble is registered)
 
+from expansions import engine
 from expansions.__main__ import device_slug, environment
+from expansions.cpu import kernels as K
+from expansions.cpu import newton
+from expansions.cpu.reduce import reduce
+from expansions.dw import cpu as D
 from expansions.generate import random_terms
 
 OPS = ("add", "sub", "mul", "div", "sqrt", "dot")
@@ -73,7 +82,7 @@ def make_data(n, R, seed=0):
 
 def to_mpfr(rows, R):
     """Each row summed exactly, rounded once to R * 53 bits (gmpy2 mpfr)."""
-    import gmpy2
+    import gmpy2  # optional peer: absent, the Python-loop peers are skipped
 
     exact = gmpy2.context(precision=4400)  # more than the span of any R <= 32 float64 expansion
     out = []
@@ -102,8 +111,6 @@ ENGINE = {  # operation: candidate functions of the engine, "module:name", the f
 
 def engine_function(role):
     """The engine's function for ``role`` (a key of :data:`ENGINE`) and its name, or (None, why)."""
-    import importlib
-
     for cand in ENGINE[role]:
         mod, name = cand.split(":")
         try:
@@ -117,8 +124,6 @@ def engine_function(role):
 
 def engine_ops(x, y, s, R):
     """The compiled engine's operations, the functions used, and the operations this checkout lacks."""
-    from expansions.engine import dw
-
     ops, used, missing = {}, {}, {}
     fn = {role: engine_function(role) for role in ENGINE}
 
@@ -131,11 +136,11 @@ def engine_ops(x, y, s, R):
             used[op] = " + ".join(fn[r][1] for r in roles)
 
     if R == 2:
-        ops["add"] = lambda: dw.dw_binary(R2["add"], x, y)
-        ops["sub"] = lambda: dw.dw_binary(R2["sub"], x, -y)
-        ops["mul"] = lambda: dw.dw_binary(R2["mul"], x, y)
-        ops["div"] = lambda: dw.dw_binary(R2["div"], x, y)
-        ops["sqrt"] = lambda: dw.dw_unary("dw_sqrt", s)
+        ops["add"] = lambda: engine.dw_binary(R2["add"], x, y)
+        ops["sub"] = lambda: engine.dw_binary(R2["sub"], x, -y)
+        ops["mul"] = lambda: engine.dw_binary(R2["mul"], x, y)
+        ops["div"] = lambda: engine.dw_binary(R2["div"], x, y)
+        ops["sqrt"] = lambda: engine.dw_unary("dw_sqrt", s)
         used.update({op: f"expansions.engine.dw:dw_binary('{R2[op]}')" for op in R2})
         used["sqrt"] = "expansions.engine.dw:dw_unary('dw_sqrt')"
     else:
@@ -154,11 +159,6 @@ def engine_ops(x, y, s, R):
 
 def twin_ops(x, y, s, R):
     """The NumPy twins, as the public API runs them on the CPU (renormalize after Newton)."""
-    from expansions.cpu import kernels as K
-    from expansions.cpu import newton
-    from expansions.cpu.reduce import reduce
-    from expansions.dw import cpu as D
-
     n = x.shape[0]
     ops = {"dot": lambda: reduce(x, 1, n, R, y=y, ys=(0, 0, 1))}
     if R == 2:
@@ -178,7 +178,7 @@ def twin_ops(x, y, s, R):
 
 
 def flint_ops(xm, ym, sm, R):
-    import flint
+    import flint  # optional peer (python-flint): absent, the column says so
 
     flint.ctx.prec = R * 53
 
@@ -196,7 +196,7 @@ def flint_ops(xm, ym, sm, R):
 
 
 def gmpy2_ops(xm, ym, sm, R):
-    import gmpy2
+    import gmpy2  # optional peer: absent, the column says so
 
     gmpy2.get_context().precision = R * 53
     sqrt = gmpy2.sqrt
@@ -209,8 +209,6 @@ def gmpy2_ops(xm, ym, sm, R):
 
 
 def mpmath_ops(xm, ym, sm, R):
-    import mpmath
-
     mpmath.mp.prec = R * 53
 
     def conv(vals):
@@ -227,8 +225,7 @@ def mpmath_ops(xm, ym, sm, R):
 
 
 def xprec_ops(x, y, s):
-    import numpy.ma  # noqa: F401  (before xprec: numpy.ma's import fails once ddouble is registered)
-    import xprec
+    import xprec  # optional peer (R = 2); numpy.ma is imported first, at the top
 
     dd = xprec.ddouble
 
@@ -273,8 +270,6 @@ def measure(make, n, repeats, budget):
 
 
 def versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
     v = {}
     for dist in ("numpy", "numba", "llvmlite", "python-flint", "mpmath", "xprec"):
         try:
@@ -282,7 +277,7 @@ def versions() -> dict:
         except PackageNotFoundError:
             v[dist] = "absent"
     try:
-        import gmpy2
+        import gmpy2  # optional peer
 
         v["gmpy2"] = f"{gmpy2.version()} ({gmpy2.mpfr_version()}, {gmpy2.mp_version()})"
     except ImportError as exc:
@@ -327,7 +322,7 @@ def executors_for(R, x, y, s, xm, ym, sm, args, all_threads, notes):
 
 
 def run(args) -> dict:
-    import numba
+    import numba  # the engine's compiler; imported only when a benchmark runs
 
     all_threads = numba.config.NUMBA_NUM_THREADS
     cells, notes, engine_used = [], [], {}
@@ -338,7 +333,7 @@ def run(args) -> dict:
             xm, ym, sm = to_mpfr(xl, R), to_mpfr(yl, R), to_mpfr(sl, R)
         except ImportError as exc:  # the values for the Python-loop peers are made with gmpy2
             notes.append(f"R = {R}: python-flint, gmpy2 and mpmath skipped (gmpy2 absent: {exc})")
-            xm = None
+            xm = ym = sm = None
         eng, used, missing = engine_ops(x, y, s, R)
         for op, why in missing.items():
             notes.append(f"R = {R}, {op}: engine skipped ({why})")
