@@ -15,6 +15,7 @@ pure-Python exact reference checks both and the proven error bounds.
 
 from . import bounds, formats, linalg, numpy_protocol  # noqa: F401 - numpy_protocol and linalg register NumPy functions
 from .arraytype import ExpansionArray
+from .backends import set_cpu_backend
 from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros
 from .elementwise import (
     ceil,
@@ -130,6 +131,7 @@ __all__ = [
     "remainder",
     "renormalize",
     "rint",
+    "set_cpu_backend",
     "sign",
     "signbit",
     "sort",
