@@ -23,28 +23,11 @@ from .backends import xp_of
 from .numpy_protocol import write_out
 from .operations import _as_format
 from .promote import operand_terms
+from .reduce import normalize_axes as _normalize_axes
 
 __all__ = ["transpose", "swapaxes", "squeeze", "expand_dims", "ravel", "moveaxis", "tolist", "astype",
            "concatenate", "stack", "where", "take", "broadcast_to", "zeros_like", "ones_like", "full_like",
            "empty_like", "common_format"]
-
-
-def _normalize_axes(axis, ndim: int, keep_order: bool = False) -> tuple:
-    """``axis`` (an int, a sequence of ints, or None for all) as distinct non-negative axes, sorted
-    unless ``keep_order``; NumPy's AxisError for an axis out of range."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = []
-    for a in axes:
-        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-            raise TypeError(f"axis must be an int, a tuple of ints or None, got {axis!r}")
-        if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(int(a), ndim)
-        out.append(int(a) % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"duplicate value in axis {axis!r}")
-    return tuple(out) if keep_order else tuple(sorted(out))
 
 
 def _check(x, what):

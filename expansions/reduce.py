@@ -32,7 +32,9 @@ def _result(terms, shape, R) -> ExpansionArray:
     return ExpansionArray(terms.reshape(tuple(shape) + (R,)))
 
 
-def _normalize_axes(axis, ndim: int) -> tuple:
+def normalize_axes(axis, ndim: int, keep_order: bool = False) -> tuple:
+    """``axis`` (an int, a sequence of ints, or None for all) as distinct non-negative axes, sorted
+    unless ``keep_order``; NumPy's AxisError for an axis out of range."""
     if axis is None:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -45,7 +47,7 @@ def _normalize_axes(axis, ndim: int) -> tuple:
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"duplicate value in axis {axis!r}")
-    return tuple(sorted(out))
+    return tuple(out) if keep_order else tuple(sorted(out))
 
 
 def sum(x, axis=None, keepdims: bool = False) -> ExpansionArray:  # noqa: A001 - NumPy's name
@@ -56,7 +58,7 @@ def sum(x, axis=None, keepdims: bool = False) -> ExpansionArray:  # noqa: A001 -
     if not isinstance(x, ExpansionArray):
         raise TypeError(f"sum expects an ExpansionArray, got {type(x).__name__}")
     R = x.nterms
-    axes = _normalize_axes(axis, x.ndim)
+    axes = normalize_axes(axis, x.ndim)
     shape = x.shape
     kept = [a for a in range(x.ndim) if a not in axes]
     out_shape = tuple(1 if a in axes else shape[a] for a in range(x.ndim)) if keepdims else \

@@ -29,9 +29,9 @@ import numpy as np
 from .arraytype import ExpansionArray, implements
 from .backends import xp_of
 from .elementwise import _one_term, _renorm, isnan
-from .manipulation import _normalize_axes
 from .numpy_protocol import write_out
 from .operations import binary, compare
+from .reduce import normalize_axes as _normalize_axes
 from .reduce import sum as _sum
 
 __all__ = ["mean", "prod", "cumsum", "cumprod", "min", "max", "argmin", "argmax", "sort", "argsort"]
