@@ -86,3 +86,8 @@ def test_dask_dot_quick():
 def test_linear_solve_quick():
     out = check_ok(run_example("linear_solve.py"))
     assert "numpy.linalg.solve" in out and "mpmath.lu_solve" in out
+
+
+def test_user_kernel_quick():
+    out = check_ok(run_example("user_kernel.py"))
+    assert "relative error against S_N (mpmath)" in out

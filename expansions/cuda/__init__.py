@@ -4,7 +4,9 @@ CuPy.  Importing this package never needs CuPy; :func:`available` says whether k
 * :mod:`expansions.cuda.build`: the table of kernel instances, NVRTC compilation (no GPU needed)
   and the memoized per-device loader;
 * :mod:`expansions.cuda.launch`: launchers with the signatures of the CPU twins
-  (:mod:`expansions.cpu.kernels`), on 2-D CuPy arrays.
+  (:mod:`expansions.cpu.kernels`), on 2-D CuPy arrays;
+* :mod:`expansions.cuda.user`: the C++ API for users' own kernels (``user.cuh``,
+  ``expansions::Expansion<T, R>``; docs/cuda_api.md).
 """
 
 from __future__ import annotations

@@ -207,9 +207,10 @@ def resource_instances(arch: str) -> list[Instance]:
 
 
 @functools.cache
-def source() -> str:
-    """``kernels.cu`` with its local ``#include "..."`` files inlined once each (``#pragma once``):
-    one self-contained text, so that NVRTC needs no include path and a cache key covers it all."""
+def source(entry: str = ENTRY) -> str:
+    """``kernels.cu`` (or another file of this folder, e.g. the users' header ``user.cuh``) with its
+    local ``#include "..."`` files inlined once each (``#pragma once``): one self-contained text, so
+    that NVRTC needs no include path and a cache key covers it all."""
     seen: set[str] = set()
 
     def expand(name: str) -> str:
@@ -225,7 +226,7 @@ def source() -> str:
                 lines.append(line)
         return f"// ---- expansions/cuda/{name}\n" + "\n".join(lines) + "\n"
 
-    return expand(ENTRY)
+    return expand(entry)
 
 
 @dataclass(frozen=True)
