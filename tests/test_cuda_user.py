@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import nvrtc_available
 
 from expansions.baselines import cpu as certified
 from expansions.baselines import thread
-from expansions.cuda import build
 from expansions.cuda import user as U
 from expansions.generate import random_terms
 
@@ -209,12 +209,8 @@ def test_compare_on_equal_and_unordered():
 
 
 def _nvrtc_or_skip():
-    try:
-        from cupy.cuda import nvrtc  # noqa: F401
-
-        return build.nvrtc_version()
-    except Exception as exc:  # ImportError, or the NVRTC library cannot be loaded
-        pytest.skip(f"CuPy NVRTC unavailable ({type(exc).__name__}: {exc}); install expansions[cuda12]")
+    if not nvrtc_available():
+        pytest.skip("CuPy NVRTC unavailable; install expansions[cuda12]")
 
 
 def _example():
