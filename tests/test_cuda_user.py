@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from helpers import nvrtc_available
 
+from expansions import cuda
 from expansions.baselines import cpu as certified
 from expansions.baselines import thread
 from expansions.cuda import user as U
@@ -265,3 +266,36 @@ def test_example_kernel_in_emulator_equals_its_twin(tmp_path):
     lib.run(out.ctypes.data_as(ctypes.c_void_p), ctypes.c_longlong(threads), ctypes.c_longlong(per))
     want = ex_mod.leibniz_twin(threads, per, R)
     assert np.array_equal(_bits(out), _bits(want))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.available(), reason="no CUDA GPU visible to CuPy (expansions.cuda.available() is False)")
+@pytest.mark.parametrize("dtype", list(RS))
+def test_gpu_user_kernel_equals_twins(dtype):
+    """The header's kernel on the GPU, compiled by expansions.cuda.user.load, gives its twins' bits."""
+    import cupy  # optional dependency: present where a GPU is
+
+    ct = CTYPE[dtype]
+    names = [f"user_op<{ct}, {R}, {k}>" for R in RS[dtype] for k in range(len(OPS))]
+    module = U.load(U.source() + KERNEL, names)
+    rng = np.random.default_rng(11)
+    failures = []
+    with np.errstate(all="ignore"):
+        for R in RS[dtype]:
+            for k, op in enumerate(OPS):
+                for kind in KINDS:
+                    x, y = inputs(kind, 4096, R, dtype, rng)
+                    out = cupy.full(x.shape, 12345.0, dtype=x.dtype)
+                    module.get_function(f"user_op<{ct}, {R}, {k}>")(
+                        (16,), (128,), (cupy.asarray(x), cupy.asarray(y), out, np.int64(len(x))))
+                    got, want = out.get(), twin(op, x, y, R)
+                    if not np.array_equal(_bits(got), _bits(want)):
+                        failures.append(f"{op} R={R} {kind}")
+    assert not failures, failures[:10]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.available(), reason="no CUDA GPU visible to CuPy (expansions.cuda.available() is False)")
+def test_gpu_example_runs():
+    ex_mod = _example()
+    assert ex_mod.main(["--device", "cuda", "--quick"]) == 0
