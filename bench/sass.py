@@ -1,0 +1,254 @@
+"""SASS of the kernels without a GPU: NVRTC 13 compiles a source for sm_90 with the library's options
+(:data:`expansions.cuda.build.OPTIONS`) to a CUBIN, NVIDIA's ``nvdisasm`` prints its SASS, and this
+module parses it into instructions and classifies each warp instruction (design decision 12).
+
+Tools (the ``model`` extra of ``pyproject.toml``): the NVRTC library ``libnvrtc.so.13`` of the
+``nvidia-cuda-nvrtc`` wheel, loaded here through ``ctypes`` (CuPy's binding is tied to the NVRTC of
+its CUDA major version: ``cupy-cuda12x`` loads NVRTC 12), and the ``nvdisasm`` executable of the
+``nvidia-cuda-nvdisasm`` wheel.  ``$EXPANSIONS_NVRTC`` and ``$EXPANSIONS_NVDISASM`` name other copies.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from expansions.cuda import build
+
+ARCH = "sm_90"
+
+#: Instruction classes, in the order of the tables.
+CLASSES = ("fp64", "fp32", "shfl", "vote", "select", "int", "branch", "memory", "local", "other")
+
+#: Opcode (before the first dot) -> class.  FP64: the DFMA/DADD/DMUL pipe (and its compares and
+#: conversions through the FP64 unit); FP32: the FMA pipe's float instructions; branch/sync: control
+#: flow and convergence barriers; memory: global, shared, constant-bank loads and stores; local:
+#: per-thread local memory (spills, stack arrays).
+_CLASS_OF = {
+    **dict.fromkeys(("DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET", "F2F", "DRSQ", "DMMA"), "fp64"),
+    **dict.fromkeys(("FADD", "FMUL", "FFMA", "FSETP", "FSET", "FMNMX", "FCHK", "FSWZADD", "FADD32I", "FMUL32I",
+                     "FFMA32I", "MUFU", "FRND", "HADD2", "HFMA2", "HMUL2"), "fp32"),
+    "SHFL": "shfl",
+    **dict.fromkeys(("VOTE", "VOTEU", "MATCH", "REDUX"), "vote"),
+    **dict.fromkeys(("SEL", "FSEL", "USEL"), "select"),
+    **dict.fromkeys(("IADD3", "IMAD", "IADD", "IMUL", "ISETP", "LOP3", "LOP", "SHF", "SHL", "SHR", "LEA", "LEA.HI",
+                     "MOV", "MOV32I", "IABS", "IMNMX", "VIMNMX", "PRMT", "POPC", "FLO", "BREV", "BMSK", "SGXT",
+                     "PLOP3", "P2R", "R2P", "S2R", "CS2R", "S2UR", "UMOV", "UIADD3", "ULOP3", "USHF", "UISETP",
+                     "ULEA", "UIMAD", "ULDC", "R2UR", "UPLOP3", "UPRMT", "IMAD.MOV", "I2F", "F2I", "I2FP", "F2IP",
+                     "I2I", "F2FP", "IDP", "ISCADD", "VIADD", "UFLO", "UPOPC", "UBMSK", "USGXT", "FMUL.FTZ",
+                     "IMNMX.U32", "LDC", "ULDC.64", "NOP", "CCTL", "DEPBAR", "PMTRIG", "CSMTEST", "S2UR",
+                     "LEPC", "UP2UR", "UR2UP", "UIADD3.64", "UCLEA", "UVIRTCOUNT"), "int"),
+    **dict.fromkeys(("BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "EXIT", "BSSY", "BSYNC", "BREAK",
+                     "WARPSYNC", "BAR", "BMOV", "YIELD", "KILL", "NANOSLEEP", "WARPGROUP", "ACQBULK", "ELECT",
+                     "BPT", "RTT", "ENDCOLLECTIVE", "ACQSHMINIT"), "branch"),
+    **dict.fromkeys(("LDG", "STG", "LD", "ST", "LDS", "STS", "ATOM", "ATOMG", "ATOMS", "RED", "LDSM", "MEMBAR",
+                     "ERRBAR", "FENCE", "LDGSTS", "LDGDEPBAR", "SYNCS", "UBLKCP", "UTMALDG", "UTMASTG"), "memory"),
+    **dict.fromkeys(("LDL", "STL"), "local"),
+}
+
+
+def classify(opcode: str) -> str:
+    """The class (one of :data:`CLASSES`) of a SASS opcode such as ``DADD`` or ``SHFL.IDX``."""
+    base = opcode.split(".")[0]
+    return _CLASS_OF.get(base, "other")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One SASS instruction: byte offset in its function, opcode (with modifiers), operands text,
+    guard predicate (``@P0``, ``@!PT``...) and the label targeted by a branch (``None`` if none)."""
+
+    offset: int
+    opcode: str
+    operands: str
+    guard: str
+    target: str | None
+
+    @property
+    def cls(self) -> str:
+        return classify(self.opcode)
+
+    @property
+    def is_branch(self) -> bool:
+        return self.opcode.split(".")[0] in ("BRA", "BRX", "JMP")
+
+
+@dataclass
+class Function:
+    """The SASS of one kernel: its instructions in address order and ``{label: offset}``."""
+
+    name: str
+    instructions: list
+    labels: dict
+
+    def index_of(self, offset: int) -> int:
+        return self._index[offset]
+
+    def __post_init__(self):
+        self._index = {ins.offset: k for k, ins in enumerate(self.instructions)}
+
+
+def _wheel_file(*parts: str) -> Path | None:
+    """A file of the ``nvidia`` namespace package (the CUDA 13 wheels put theirs under ``nvidia/cu13``)."""
+    for base in sys.path:
+        p = Path(base, "nvidia", *parts)
+        if p.exists():
+            return p
+    return None
+
+
+def nvdisasm_path() -> str | None:
+    """The nvdisasm executable: ``$EXPANSIONS_NVDISASM``, the wheel's, or one on the PATH; None if absent."""
+    env = os.environ.get("EXPANSIONS_NVDISASM")
+    if env:
+        return env
+    p = _wheel_file("cu13", "bin", "nvdisasm")
+    return str(p) if p else shutil.which("nvdisasm")
+
+
+def nvrtc_library() -> str | None:
+    """The NVRTC 13 library: ``$EXPANSIONS_NVRTC`` or the wheel's ``libnvrtc.so.13``; None if absent."""
+    env = os.environ.get("EXPANSIONS_NVRTC")
+    if env:
+        return env
+    p = _wheel_file("cu13", "lib", "libnvrtc.so.13")
+    return str(p) if p else None
+
+
+def missing_tools() -> str | None:
+    """Why the model cannot run here (a sentence), or None when NVRTC 13 and nvdisasm are present."""
+    lacking = [n for n, p in (("libnvrtc.so.13", nvrtc_library()), ("nvdisasm", nvdisasm_path())) if not p]
+    if lacking:
+        return f"{' and '.join(lacking)} not found: pip install 'expansions[model]'"
+    return None
+
+
+@functools.cache
+def _nvrtc():
+    path = nvrtc_library()
+    if path is None:
+        raise RuntimeError(missing_tools())
+    lib = ctypes.CDLL(path)
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    return lib
+
+
+def _check(code: int, what: str) -> None:
+    if code != 0:
+        raise RuntimeError(f"{what}: {_nvrtc().nvrtcGetErrorString(code).decode()}")
+
+
+def nvrtc_version() -> str:
+    """NVRTC's version, e.g. ``13.5``."""
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    _check(_nvrtc().nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
+    return f"{major.value}.{minor.value}"
+
+
+@functools.cache
+def nvdisasm_version() -> str:
+    """nvdisasm's version line, e.g. ``V13.5.37``."""
+    out = subprocess.run([nvdisasm_path(), "--version"], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"V(\d+\.\d+\.\d+)", out)
+    return m.group(1) if m else out.strip().splitlines()[-1]
+
+
+def compile_cubin(text: str, names, arch: str = ARCH, filename: str = "model.cu") -> tuple[bytes, dict]:
+    """Compile CUDA ``text`` with the library's NVRTC options for ``arch``: (CUBIN, {name expression:
+    lowered name})."""
+    lib = _nvrtc()
+    names = list(dict.fromkeys(names))
+    prog = ctypes.c_void_p()
+    _check(lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), filename.encode(), 0, None, None),
+           "nvrtcCreateProgram")
+    try:
+        for n in names:
+            _check(lib.nvrtcAddNameExpression(prog, n.encode()), f"nvrtcAddNameExpression({n})")
+        opts = [f"-arch={arch}", *build.OPTIONS]
+        argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+        code = lib.nvrtcCompileProgram(prog, len(opts), argv)
+        if code != 0:
+            size = ctypes.c_size_t()
+            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+            log = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetProgramLog(prog, log)
+            raise RuntimeError(f"NVRTC failed for {arch}:\n{log.value.decode(errors='replace')}")
+        lowered = {}
+        for n in names:
+            p = ctypes.c_char_p()
+            _check(lib.nvrtcGetLoweredName(prog, n.encode(), ctypes.byref(p)), f"nvrtcGetLoweredName({n})")
+            lowered[n] = p.value.decode()
+        size = ctypes.c_size_t()
+        _check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)), "nvrtcGetCUBINSize")
+        buf = ctypes.create_string_buffer(size.value)
+        _check(lib.nvrtcGetCUBIN(prog, buf), "nvrtcGetCUBIN")
+        return buf.raw, lowered
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def disassemble(cubin: bytes) -> str:
+    """nvdisasm's text of a CUBIN (code sections only)."""
+    with tempfile.TemporaryDirectory(prefix="expansions-sass-") as d:
+        path = Path(d, "k.cubin")
+        path.write_bytes(cubin)
+        return subprocess.run([nvdisasm_path(), "-c", str(path)], capture_output=True, text=True,
+                              check=True).stdout
+
+
+_SECTION_RE = re.compile(r"^\s*\.text\.(\S+):\s*$")
+_LABEL_RE = re.compile(r"^\s*(\.L_\w+):")
+_INS_RE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*(.*?)\s*;")
+_TARGET_RE = re.compile(r"`\((\.L_\w+)\)")
+
+
+def parse(text: str) -> dict:
+    """``{mangled kernel name: Function}`` from nvdisasm's text."""
+    out: dict = {}
+    cur = None
+    pending: list = []
+    for line in text.splitlines():
+        if m := _SECTION_RE.match(line):
+            cur = Function(m.group(1), [], {})
+            out[cur.name] = cur
+            pending = []
+            continue
+        if cur is None:
+            continue
+        if m := _LABEL_RE.match(line):
+            pending.append(m.group(1))
+            continue
+        if m := _INS_RE.match(line):
+            off = int(m.group(1), 16)
+            for lab in pending:
+                cur.labels[lab] = off
+            pending = []
+            t = _TARGET_RE.search(m.group(4))
+            cur.instructions.append(Instruction(off, m.group(3), m.group(4), (m.group(2) or "").strip(),
+                                                t.group(1) if t else None))
+    for f in out.values():
+        f.__post_init__()
+    return out
+
+
+def sass(text: str, names, arch: str = ARCH) -> dict:
+    """``{name expression: Function}``: ``text`` compiled with the library's options and disassembled."""
+    cubin, lowered = compile_cubin(text, names, arch)
+    funcs = parse(disassemble(cubin))
+    return {n: funcs[low] for n, low in lowered.items()}
+
+
+def counts(instructions) -> dict:
+    """``{class: number of instructions}`` over :data:`CLASSES` (zeros included)."""
+    out = dict.fromkeys(CLASSES, 0)
+    for ins in instructions:
+        out[ins.cls] += 1
+    return out
