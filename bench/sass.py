@@ -35,7 +35,7 @@ CLASSES = ("fp64", "fp32", "shfl", "vote", "select", "int", "branch", "memory", 
 _CLASS_OF = {
     **dict.fromkeys(("DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET", "F2F", "DRSQ", "DMMA"), "fp64"),
     **dict.fromkeys(("FADD", "FMUL", "FFMA", "FSETP", "FSET", "FMNMX", "FCHK", "FSWZADD", "FADD32I", "FMUL32I",
-                     "FFMA32I", "MUFU", "FRND", "HADD2", "HFMA2", "HMUL2"), "fp32"),
+                     "FFMA32I", "MUFU", "FRND"), "fp32"),
     "SHFL": "shfl",
     **dict.fromkeys(("VOTE", "VOTEU", "MATCH", "REDUX"), "vote"),
     **dict.fromkeys(("SEL", "FSEL", "USEL"), "select"),
@@ -252,3 +252,148 @@ def counts(instructions) -> dict:
     for ins in instructions:
         out[ins.cls] += 1
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The steady state of one operation: a walk through the code of one iteration of a kernel's loop.
+
+
+class ModelError(RuntimeError):
+    """The walk met code it cannot account for (the cell is reported as not modeled, with this reason)."""
+
+
+#: Event of a data-dependent loop that ran its bound of rounds without a vote saying stop.
+END = "end"
+
+_QNAN_RE = re.compile(r"QNAN|0x7ff80000|0x7fc00000")
+#: Most instructions of a non-finite fix-up (decision 6: a few selects and compares; no shuffle, vote or loop).
+_FIXUP_MAX = 48
+_PRED_RE = re.compile(r"^(U?P[0-6])\b")
+
+
+def _base(op: str) -> str:
+    return op.split(".")[0]
+
+
+def loops(func: Function) -> list[tuple[int, int]]:
+    """``(header index, latch index)`` of every loop: a conditional backward ``BRA`` (the branches
+    back from the out-of-line slow paths of ``BRA.DIV`` are unconditional and are not loops)."""
+    out = []
+    for k, ins in enumerate(func.instructions):
+        if ins.is_branch and ins.guard and ".DIV" not in ins.opcode and ins.target in func.labels:
+            t = func.index_of(func.labels[ins.target])
+            if t <= k:
+                out.append((t, k))
+    return out
+
+
+def _votes_directly_in(func: Function, loop, all_loops) -> bool:
+    """Whether the loop holds a predicate vote (``VOTE.ANY Pn``, a warp_any) outside its inner loops."""
+    h, l = loop
+    inner = [(a, b) for a, b in all_loops if (a, b) != loop and h <= a and b <= l]
+    for k in range(h, l + 1):
+        ins = func.instructions[k]
+        if _base(ins.opcode) == "VOTE" and _PRED_RE.match(ins.operands) and not any(a <= k <= b for a, b in inner):
+            return True
+    return False
+
+
+def steady_loop(func: Function, kind: str = "grid") -> tuple[int, int]:
+    """The loop of one operation per iteration.  ``kind="grid"`` (a library kernel): the outermost
+    loop holding floating-point instructions, the grid-stride loop (load, operate, store);
+    ``kind="best"`` (a benchmark kernel): the outermost such loop without global loads or stores,
+    the loop of K operations in registers."""
+    all_loops = loops(func)
+
+    def has(loop, classes):
+        return any(func.instructions[k].cls in classes for k in range(loop[0], loop[1] + 1))
+
+    cands = [lp for lp in all_loops if has(lp, ("fp64", "fp32")) and (kind == "grid" or not has(lp, ("memory",)))]
+    if not cands:
+        raise ModelError(f"no {kind} loop")
+    return max(cands, key=lambda lp: lp[1] - lp[0])
+
+
+def walk(func: Function, events=(), counted=(), kind: str = "grid", max_steps: int = 2_000_000) -> list:
+    """The instructions one warp issues for one iteration of :func:`steady_loop` (of ``kind``), header
+    to latch.
+
+    Branch rules: ``BRA.DIV`` (the slow path of a shuffle or vote in a diverged warp) is not taken,
+    the warp being converged; a branch on a predicate vote (``warp_any``, the exit test of a
+    data-dependent loop) takes the next of ``events`` (True: some group of the warp still active);
+    the latch of a loop that holds such a vote is taken unless the next event is :data:`END` (the
+    loop ran its bound of rounds); the latch of any other inner loop is taken until the loop has run
+    the next trip count of ``counted`` (compile-time trip counts, in the order the loops are met);
+    any other forward branch must skip the non-finite fix-up (code that makes a quiet NaN), which
+    finite data never run.  Anything else raises :class:`ModelError`."""
+    ins_list = func.instructions
+    all_loops = loops(func)
+    head, latch = steady_loop(func, kind)
+    data_loops = {lp for lp in all_loops if _votes_directly_in(func, lp, all_loops)}
+    by_latch = {lp[1]: lp for lp in all_loops}
+    events = list(events)
+    counted = list(counted)
+    trips: dict = {}
+    pred_def: dict = {}
+    out = []
+    pc = head
+    for _ in range(max_steps):
+        ins = ins_list[pc]
+        out.append(ins)
+        if m := _PRED_RE.match(ins.operands):
+            pred_def[m.group(1)] = _base(ins.opcode)
+        op = _base(ins.opcode)
+        if pc == latch:
+            if events and any(e != END for e in events):
+                raise ModelError(f"{len(events)} loop events left unused at the end of the operation")
+            if counted:
+                raise ModelError(f"counted loops {counted} not met")
+            return out
+        if op == "EXIT" and ins.guard in ("", "@PT"):
+            raise ModelError(f"EXIT at {ins.offset:#x} inside the operation")
+        if op in ("CALL", "RET", "BRX", "JMX", "JMP"):
+            raise ModelError(f"{ins.opcode} at {ins.offset:#x}: calls and indirect branches are not followed")
+        if not ins.is_branch or ".DIV" in ins.opcode:
+            pc += 1
+            continue
+        target = func.index_of(func.labels[ins.target])
+        if not ins.guard or ins.guard == "@PT":
+            pc = target
+            continue
+        if target <= pc:  # the latch of an inner loop
+            lp = by_latch[pc]
+            if lp in data_loops:
+                if events and events[0] == END:
+                    events.pop(0)
+                    taken = False
+                else:
+                    taken = True
+            else:
+                if lp not in trips:
+                    if not counted:
+                        raise ModelError(f"loop at {ins_list[lp[0]].offset:#x}-{ins.offset:#x} without a trip count")
+                    trips[lp] = [counted.pop(0), 1]
+                taken = trips[lp][1] < trips[lp][0]
+                trips[lp][1] += 1
+                if not taken:
+                    del trips[lp]
+            pc = target if taken else pc + 1
+            continue
+        neg = ins.guard.startswith("@!")
+        pred = ins.guard.lstrip("@!")
+        if pred_def.get(pred) == "VOTE":
+            while events and events[0] == END:
+                events.pop(0)
+            if not events:
+                raise ModelError(f"vote branch at {ins.offset:#x} with no event left")
+            taken = bool(events.pop(0)) != neg
+            pc = target if taken else pc + 1
+            continue
+        skipped = ins_list[pc + 1:target]
+        fixup = (any(_QNAN_RE.search(i.operands) for i in skipped) and len(skipped) <= _FIXUP_MAX
+                 and not any(i.cls in ("shfl", "vote") or k in by_latch for k, i in enumerate(skipped, pc + 1)))
+        if fixup:
+            pc = target
+            continue
+        raise ModelError(f"conditional branch at {ins.offset:#x} ({ins.guard} {ins.opcode}) not understood")
+    raise ModelError("walk too long")
