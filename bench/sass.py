@@ -268,6 +268,8 @@ END = "end"
 _QNAN_RE = re.compile(r"QNAN|0x7ff80000|0x7fc00000")
 #: Most instructions of a non-finite fix-up (decision 6: a few selects and compares; no shuffle, vote or loop).
 _FIXUP_MAX = 48
+#: Most instructions of a load or store skipped for groups past the end of the arrays.
+_GUARDED_MEMORY_MAX = 16
 _PRED_RE = re.compile(r"^(U?P[0-6])\b")
 
 
@@ -325,7 +327,8 @@ def walk(func: Function, events=(), counted=(), kind: str = "grid", max_steps: i
     loop ran its bound of rounds); the latch of any other inner loop is taken until the loop has run
     the next trip count of ``counted`` (compile-time trip counts, in the order the loops are met);
     any other forward branch must skip the non-finite fix-up (code that makes a quiet NaN), which
-    finite data never run.  Anything else raises :class:`ModelError`."""
+    finite data never run (taken), or a global load or store, which every group of a steady-state
+    iteration makes (not taken).  Anything else raises :class:`ModelError`."""
     ins_list = func.instructions
     all_loops = loops(func)
     head, latch = steady_loop(func, kind)
@@ -394,6 +397,10 @@ def walk(func: Function, events=(), counted=(), kind: str = "grid", max_steps: i
                  and not any(i.cls in ("shfl", "vote") or k in by_latch for k, i in enumerate(skipped, pc + 1)))
         if fixup:
             pc = target
+            continue
+        if (len(skipped) <= _GUARDED_MEMORY_MAX and any(i.cls == "memory" for i in skipped)
+                and not any(i.cls in ("fp64", "fp32", "shfl", "vote") for i in skipped)):
+            pc += 1  # a load or store of a group past the end: every group of a steady-state iteration is valid
             continue
         raise ModelError(f"conditional branch at {ins.offset:#x} ({ins.guard} {ins.opcode}) not understood")
     raise ModelError("walk too long")
