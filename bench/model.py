@@ -473,12 +473,37 @@ def markdown(records: list[dict], info: dict) -> str:
         b = r["bound"]
         v = r.get("votes")
         vtxt = f"{v['mean_checks']:.1f} (max {v['max_checks']}{', sampled' if v['sampled'] else ''})" if v else ""
+        if "measured_mops" in r:
+            vtxt += f" measured {r['measured_mops']:.4g} Mop/s = {r['measured_over_bound']:.2f} of the bound"
         lines.append(head + " " + " | ".join(_fmt(per[c], 3) for c in sass.CLASSES)
                      + f" | {_fmt(r['total_per_op'], 4)} | {_fmt(b['H100 SXM']['mops'], 4)} | "
                      f"{_fmt(b['H200']['mops'], 4)} | {b['H100 SXM']['binding']} | "
                      f"{_fmt(r.get('paper_k40_mops'), 4)} | "
                      f"{_fmt((r.get('over_k40') or {}).get('H100 SXM'), 3)} | {vtxt} |")
     return "\n".join(lines) + "\n"
+
+
+def add_measured(records: list[dict], path: Path) -> int:
+    """Put the measured Mop/s of ``paper_repro``'s results.json (its ``collange2016`` records, best
+    case, float64, a GPU run) beside the bound of the benchmark cells: ``measured_mops`` and
+    ``measured_over_bound`` (against the bound of the device the run names, H200 or else H100 SXM).
+    Returns the number of cells matched."""
+    summary = json.loads(path.read_text())
+    measured = {(r["operation"], r["algorithm"], r["R"]): (r["mops"], r.get("device"))
+                for r in summary.get("collange2016", []) if r.get("scenario") == "best" and r.get("mops")}
+    if summary.get("backend") != "cuda":
+        return 0  # CPU timings of the twins: nothing to compare with a GPU bound
+    device = str(summary.get("device_label", ""))
+    dev = "H200" if "H200" in device else "H100 SXM"
+    n = 0
+    for r in records:
+        key = (r.get("operation"), r.get("algorithm"), r["R"])
+        if r["source"] == "bench" and r["dtype"] == "float64" and key in measured and "bound" in r:
+            r["measured_mops"] = measured[key][0]
+            r["measured_over_bound"] = measured[key][0] / r["bound"][dev]["mops"]
+            r["measured_device"] = dev
+            n += 1
+    return n
 
 
 def main(argv=None) -> int:
@@ -488,7 +513,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rs", default=",".join(map(str, RS)), help="comma-separated R values")
     ap.add_argument("--dtypes", default=",".join(DTYPES))
     ap.add_argument("--output", type=Path, default=OUTPUT, help="path without suffix (.json and .md are written)")
+    ap.add_argument("--out", type=Path, default=None, help="a folder: write model_sm90.json and .md there instead")
+    ap.add_argument("--measured", type=Path, default=None,
+                    help="paper_repro's results.json from a GPU: measured Mop/s beside the bound")
+    ap.add_argument("--ncu-worst", type=int, default=0, help="(for tools/gpu_run.py; Nsight Compute runs are not "
+                    "implemented yet: the option is accepted and says so)")
     args = ap.parse_args(argv)
+    if args.out is not None:
+        args.output = args.out / OUTPUT.name
     why = sass.missing_tools()
     if why:
         print(why, file=sys.stderr)
@@ -497,6 +529,10 @@ def main(argv=None) -> int:
     records = run(tuple(int(r) for r in args.rs.split(",")), tuple(args.dtypes.split(",")), args.only)
     info = meta(argv)
     info["seconds"] = round(time.perf_counter() - t0, 1)
+    if args.measured is not None:
+        info["measured"] = {"path": str(args.measured), "cells": add_measured(records, args.measured)}
+    if args.ncu_worst:
+        print(f"--ncu-worst {args.ncu_worst}: Nsight Compute runs are not implemented in bench.model yet")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.with_suffix(".json").write_text(json.dumps({"meta": info, "records": records}, indent=1) + "\n")
     args.output.with_suffix(".md").write_text(markdown(records, info))

@@ -402,5 +402,7 @@ def walk(func: Function, events=(), counted=(), kind: str = "grid", max_steps: i
                 and not any(i.cls in ("fp64", "fp32", "shfl", "vote") for i in skipped)):
             pc += 1  # a load or store of a group past the end: every group of a steady-state iteration is valid
             continue
-        raise ModelError(f"conditional branch at {ins.offset:#x} ({ins.guard} {ins.opcode}) not understood")
+        raise ModelError(f"branch at {ins.offset:#x} ({ins.guard} {ins.opcode}) on a predicate set by "
+                         f"{pred_def.get(pred, 'code before the loop')}: a per-lane or per-thread data-dependent "
+                         "branch, whose paths the walk does not follow")
     raise ModelError("walk too long")
