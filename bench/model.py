@@ -26,6 +26,7 @@ data-dependent branches) are listed as not modeled, with the reason.
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
 import json
 import subprocess
@@ -37,8 +38,8 @@ import numpy as np
 
 from bench import baselines_gpu, gpu, sass
 from expansions.cpu import kernels as K
-from expansions.cpu.eft import two_sum
-from expansions.cpu.lanes import group_any, shfl_up
+from expansions.cpu.eft import two_prod, two_sum
+from expansions.cpu.lanes import group_any, shfl, shfl_down, shfl_up
 from expansions.cuda import build
 from expansions.formats import group_width
 from expansions.generate import random_terms
@@ -156,9 +157,6 @@ def _propagate_votes(s, e, R, lane, votes: Votes):
 
 def mul_truncated_votes(x, y, R, votes: Votes):
     """``expansions.cpu.kernels.mul_truncated`` with the votes of its propagate loops."""
-    from expansions.cpu.eft import two_prod
-    from expansions.cpu.lanes import shfl, shfl_down
-
     xp, n, m, X, Y, lane, zero = K._group_operands(x, y, R)
     s = xp.zeros_like(X)
     pi = xp.zeros_like(X)
@@ -296,8 +294,6 @@ def cells(rs=RS, dtypes=DTYPES) -> list[dict]:
 
 def paper_figures() -> dict:
     """{(operation, algorithm, R): K40 Mop/s, best case} from the anchors CSV (Tables I and III)."""
-    import csv
-
     with open(ANCHORS) as f:
         rows = [r for r in f if not r.startswith("#")]
     return {(r["operation"], r["algorithm"], int(r["R"])): float(r["mops"])
