@@ -255,12 +255,6 @@ def _events(row) -> list:
 # Cells.
 
 
-def _counted(op: str, R: int) -> list:
-    """Compile-time trip counts of the inner loops that are not data-dependent, in the order met:
-    the multiplication's loop over y_i (``#pragma unroll 1``, R - 1 steps)."""
-    return [R - 1] if op in ("mul_truncated", "TruncMul") and R - 1 >= 2 else []
-
-
 def cells(rs=RS, dtypes=DTYPES) -> list[dict]:
     """Every (kernel, dtype, R) of the model: name expression, kind of steady loop, the operation
     its votes follow, lanes per expansion and expansions per warp-iteration."""
@@ -333,7 +327,7 @@ def model_cell(cell: dict, func, figures: dict) -> dict:
             else:
                 chosen = np.random.default_rng(0).choice(len(seqs), SAMPLE, replace=False)
                 picks, weights = np.unique(inverse[chosen], return_counts=True)
-            walks = [(sass.counts(sass.walk(func, _events(uniq[p]), _counted(cell["op"], cell["R"]), cell["kind"])), w)
+            walks = [(sass.counts(sass.walk(func, _events(uniq[p]), kind=cell["kind"])), w)
                      for p, w in zip(picks, weights)]
             total = sum(w for _, w in walks)
             per_iter = {c: sum(cnt[c] * w for cnt, w in walks) / total for c in sass.CLASSES}
@@ -342,7 +336,7 @@ def model_cell(cell: dict, func, figures: dict) -> dict:
                             "walked": int(len(picks)), "sampled": bool(len(uniq) > SAMPLE),
                             "mean_checks": float(checks.mean()), "max_checks": int(checks.max())}
         else:
-            per_iter = sass.counts(sass.walk(func, (), _counted(cell["op"], cell["R"]), cell["kind"]))
+            per_iter = sass.counts(sass.walk(func, kind=cell["kind"]))
     except sass.ModelError as exc:
         rec["not_modeled"] = str(exc)
         return rec

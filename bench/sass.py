@@ -316,6 +316,49 @@ def steady_loop(func: Function, kind: str = "grid") -> tuple[int, int]:
     return max(cands, key=lambda lp: lp[1] - lp[0])
 
 
+_IMM = r"(-?0x[0-9a-f]+|-?\d+)"
+_INC_RE = re.compile(r"^(R\d+), (R\d+), " + _IMM + r"(?:, RZ)?$")
+_CMP_RE = re.compile(r"^(P\d), PT, (R\d+), " + _IMM + r", PT$")
+_INIT_RE = re.compile(r"^(R\d+), RZ, RZ, (RZ|-?0x[0-9a-f]+|-?\d+)$")
+_CMPS = {"NE": lambda a, b: a != b, "EQ": lambda a, b: a == b, "LT": lambda a, b: a < b,
+         "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
+
+
+def counted_trips(func: Function, loop) -> int:
+    """Trip count of a loop with a compile-time count, read from its SASS: a counter set to a constant
+    before the loop (``IMAD.MOV.U32 Rc, RZ, RZ, a`` or ``MOV Rc, a``), stepped by a constant in the
+    body (``VIADD``/``IADD3 Rc, Rc, d``) and compared with a constant (``ISETP.cc Pn, PT, Rc, b``) that
+    guards the latch.  Raises :class:`ModelError` when the loop is not of that form."""
+    h, l = loop
+    body = func.instructions[h:l + 1]
+    latch = func.instructions[l]
+    pred = latch.guard.lstrip("@!")
+    cmp = next((i for i in reversed(body) if _base(i.opcode) == "ISETP" and i.operands.startswith(pred + ",")), None)
+    m = _CMP_RE.match(cmp.operands) if cmp else None
+    cc = cmp.opcode.split(".")[1] if cmp else None
+    if not m or cc not in _CMPS or ".AND" not in cmp.opcode or ".EX" in cmp.opcode:
+        raise ModelError(f"loop at {body[0].offset:#x}-{latch.offset:#x}: no constant trip count found")
+    reg, limit = m.group(2), int(m.group(3), 0)
+    incs = [(k, i) for k, i in enumerate(body) if _base(i.opcode) in ("VIADD", "IADD3")
+            and (mi := _INC_RE.match(i.operands)) and mi.group(1) == reg and mi.group(2) == reg]
+    inits = [i for i in func.instructions[:h] if i.operands.startswith(reg + ",")]
+    mi = _INIT_RE.match(inits[-1].operands) if inits and _base(inits[-1].opcode) == "IMAD" else None
+    if inits and _base(inits[-1].opcode) == "MOV":
+        mi = re.match(r"^(R\d+), " + _IMM + "$", inits[-1].operands)
+    if len(incs) != 1 or not mi or inits[-1].guard:
+        raise ModelError(f"loop at {body[0].offset:#x}-{latch.offset:#x}: no constant trip count found")
+    step = int(_INC_RE.match(incs[0][1].operands).group(3), 0)
+    value = 0 if mi.groups()[-1] == "RZ" else int(mi.groups()[-1], 0)
+    after = incs[0][0] < body.index(cmp)  # the compare sees the stepped counter
+    negated = latch.guard.startswith("@!")
+    for trips in range(1, 100_000):
+        seen = value + step if after else value
+        value += step
+        if _CMPS[cc](seen, limit) == negated:  # the latch is not taken: the loop ends
+            return trips
+    raise ModelError(f"loop at {body[0].offset:#x}-{latch.offset:#x}: trip count not found")
+
+
 def walk(func: Function, events=(), counted=(), kind: str = "grid", max_steps: int = 2_000_000) -> list:
     """The instructions one warp issues for one iteration of :func:`steady_loop` (of ``kind``), header
     to latch.
@@ -373,9 +416,7 @@ def walk(func: Function, events=(), counted=(), kind: str = "grid", max_steps: i
                     taken = True
             else:
                 if lp not in trips:
-                    if not counted:
-                        raise ModelError(f"loop at {ins_list[lp[0]].offset:#x}-{ins.offset:#x} without a trip count")
-                    trips[lp] = [counted.pop(0), 1]
+                    trips[lp] = [counted.pop(0) if counted else counted_trips(func, lp), 1]
                 taken = trips[lp][1] < trips[lp][0]
                 trips[lp][1] += 1
                 if not taken:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import model, sass
+from bench import gpu, model, sass
 from expansions.cpu import kernels as K
 from expansions.formats import group_width
 from expansions.generate import random_terms
@@ -65,6 +65,20 @@ def test_counts_of_known_kernels():
     assert shfl["shfl"] == 2, "a float64 shuffle is two 32-bit SHFL"
     assert shfl["fp64"] == 0
     assert not sass.loops(f["t::one_dadd"])
+
+
+@pytest.mark.parametrize("R", [4, 8])
+def test_trip_counts_read_from_the_code(R):
+    """The multiplication's loop over y_i runs R - 1 steps, its propagate loops are bounded by R, and
+    the benchmark's K loop has no compile-time count."""
+    _tools_or_skip()
+    name = gpu.name_expression("best", "mul", "parallel", "float64", R)
+    f = sass.sass(gpu._source(), [name])[name]
+    head, latch = sass.steady_loop(f, "best")
+    inner = [lp for lp in sass.loops(f) if head < lp[0] and lp[1] < latch]
+    assert sorted(sass.counted_trips(f, lp) for lp in inner) == [R - 1, R, R]
+    with pytest.raises(sass.ModelError):
+        sass.counted_trips(f, (head, latch))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
