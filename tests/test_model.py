@@ -14,6 +14,7 @@ from bench import gpu, model, sass
 from expansions.cpu import kernels as K
 from expansions.formats import group_width
 from expansions.generate import random_terms
+from paper_repro import collange2016
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "bench" / "results" / "model_sm90.json"
@@ -145,3 +146,16 @@ def test_committed_table_is_current(kernel, dtype, R):
     for d in model.DEVICES:
         assert new["bound"][d]["mops"] == pytest.approx(old["bound"][d]["mops"], rel=1e-12)
         assert new["bound"][d]["binding"] == old["bound"][d]["binding"]
+
+
+def test_paper_tables_show_the_committed_bound():
+    data = _committed()
+    bounds = collange2016.model_bounds()
+    rec = next(r for r in data["records"] if r["kernel"] == "bench::best<bench::SafeAdd, double, 4>")
+    assert bounds[("I", 4, "safe")] == rec["bound"]["H100 SXM"]["mops"]
+    algs = collange2016.ALGORITHMS
+    records = [{"table": t, "R": R, "algorithm": a, "paper_mops_k40": None}
+               for t, (op, _) in collange2016.TABLES.items() for R in collange2016.RS for a in algs[op]]
+    text = collange2016.markdown(records, "test")
+    assert text.count("(model bound, H100 SXM)") == len(collange2016.ALGORITHMS["add"]) + len(
+        collange2016.ALGORITHMS["mul"])
