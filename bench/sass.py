@@ -359,7 +359,8 @@ def counted_trips(func: Function, loop) -> int:
     raise ModelError(f"loop at {body[0].offset:#x}-{latch.offset:#x}: trip count not found")
 
 
-def walk(func: Function, events=(), counted=(), kind: str = "grid", max_steps: int = 2_000_000) -> list:
+def walk(func: Function, events=(), counted=(), kind: str = "grid", per_lane: str = "shorter",
+         max_steps: int = 2_000_000, info: dict | None = None) -> list:
     """The instructions one warp issues for one iteration of :func:`steady_loop` (of ``kind``), header
     to latch.
 
@@ -368,82 +369,147 @@ def walk(func: Function, events=(), counted=(), kind: str = "grid", max_steps: i
     data-dependent loop) takes the next of ``events`` (True: some group of the warp still active);
     the latch of a loop that holds such a vote is taken unless the next event is :data:`END` (the
     loop ran its bound of rounds); the latch of any other inner loop is taken until the loop has run
-    the next trip count of ``counted`` (compile-time trip counts, in the order the loops are met);
-    any other forward branch must skip the non-finite fix-up (code that makes a quiet NaN), which
-    finite data never run (taken), or a global load or store, which every group of a steady-state
-    iteration makes (not taken).  Anything else raises :class:`ModelError`."""
-    ins_list = func.instructions
-    all_loops = loops(func)
-    head, latch = steady_loop(func, kind)
-    data_loops = {lp for lp in all_loops if _votes_directly_in(func, lp, all_loops)}
-    by_latch = {lp[1]: lp for lp in all_loops}
-    events = list(events)
-    counted = list(counted)
-    trips: dict = {}
-    pred_def: dict = {}
-    out = []
-    pc = head
-    for _ in range(max_steps):
-        ins = ins_list[pc]
-        out.append(ins)
-        if m := _PRED_RE.match(ins.operands):
-            pred_def[m.group(1)] = _base(ins.opcode)
-        op = _base(ins.opcode)
-        if pc == latch:
-            if events and any(e != END for e in events):
-                raise ModelError(f"{len(events)} loop events left unused at the end of the operation")
-            if counted:
-                raise ModelError(f"counted loops {counted} not met")
-            return out
-        if op == "EXIT" and ins.guard in ("", "@PT"):
-            raise ModelError(f"EXIT at {ins.offset:#x} inside the operation")
-        if op in ("CALL", "RET", "BRX", "JMX", "JMP"):
-            raise ModelError(f"{ins.opcode} at {ins.offset:#x}: calls and indirect branches are not followed")
-        if not ins.is_branch or ".DIV" in ins.opcode:
-            pc += 1
-            continue
-        target = func.index_of(func.labels[ins.target])
-        if not ins.guard or ins.guard == "@PT":
-            pc = target
-            continue
-        if target <= pc:  # the latch of an inner loop
-            lp = by_latch[pc]
-            if lp in data_loops:
-                if events and events[0] == END:
-                    events.pop(0)
-                    taken = False
+    the next trip count of ``counted`` (compile-time trip counts, in the order the loops are met), or
+    when ``counted`` is used up the count read from the loop's code (:func:`counted_trips`); a
+    forward branch that skips the non-finite fix-up (code that makes a quiet NaN), which finite data
+    never run, is taken; one that skips a global load or store, which every group of a steady-state
+    iteration makes, is not taken.  Any other forward branch is per lane (or per thread): both sides
+    are walked to the point where the warp reconverges (the innermost open ``BSSY``'s label, else the
+    branch target), and ``per_lane="shorter"`` keeps the side with fewer instructions (a warp issues
+    at least one side, so the count stays a lower bound and the Mop/s an upper bound), ``"both"``
+    both sides (a warp whose lanes disagree); ``info["per_lane_branches"]`` gets their number.
+    Anything else raises :class:`ModelError`."""
+    w = _Walker(func, kind, per_lane, max_steps)
+    state = {"events": list(events), "counted": list(counted), "trips": {}, "pred": {}, "bssy": []}
+    out, _ = w.run(w.head, None, state)
+    if info is not None:
+        info["per_lane_branches"] = w.per_lane_branches
+    if state["events"] and any(e != END for e in state["events"]):
+        raise ModelError(f"{len(state['events'])} loop events left unused at the end of the operation")
+    if state["counted"]:
+        raise ModelError(f"counted loops {state['counted']} not met")
+    return out
+
+
+def _copy_state(state: dict) -> dict:
+    return {"events": list(state["events"]), "counted": list(state["counted"]),
+            "trips": {k: list(v) for k, v in state["trips"].items()}, "pred": dict(state["pred"]),
+            "bssy": list(state["bssy"])}
+
+
+class _Walker:
+    """The walk of :func:`walk`: ``run(pc, stop, state)`` follows the code from ``pc`` until index
+    ``stop`` (exclusive; ``None``: through the steady loop's latch)."""
+
+    def __init__(self, func: Function, kind: str, per_lane: str, max_steps: int):
+        self.func = func
+        self.ins = func.instructions
+        all_loops = loops(func)
+        self.head, self.latch = steady_loop(func, kind)
+        self.data_loops = {lp for lp in all_loops if _votes_directly_in(func, lp, all_loops)}
+        self.by_latch = {lp[1]: lp for lp in all_loops}
+        self.per_lane = per_lane
+        self.per_lane_branches = 0
+        self.steps = max_steps
+
+    def run(self, pc: int, stop, state: dict) -> tuple[list, int]:
+        out: list = []
+        while True:
+            self.steps -= 1
+            if self.steps < 0:
+                raise ModelError("walk too long")
+            if pc == stop:
+                return out, pc
+            ins = self.ins[pc]
+            out.append(ins)
+            while state["bssy"] and state["bssy"][-1] == pc:  # the reconvergence point of an open BSSY
+                state["bssy"].pop()
+            if m := _PRED_RE.match(ins.operands):
+                state["pred"][m.group(1)] = _base(ins.opcode)
+            op = _base(ins.opcode)
+            if pc == self.latch and stop is None:
+                return out, pc
+            if op == "BSSY" and ins.target in self.func.labels:
+                state["bssy"].append(self.func.index_of(self.func.labels[ins.target]))
+            if op == "EXIT" and ins.guard in ("", "@PT"):
+                raise ModelError(f"EXIT at {ins.offset:#x} inside the operation")
+            if op in ("CALL", "RET", "BRX", "JMX", "JMP"):
+                raise ModelError(f"{ins.opcode} at {ins.offset:#x}: calls and indirect branches are not followed")
+            if not ins.is_branch or ".DIV" in ins.opcode:
+                pc += 1
+                continue
+            target = self.func.index_of(self.func.labels[ins.target])
+            if not ins.guard or ins.guard == "@PT":
+                pc = target
+                continue
+            if target <= pc:
+                if self._latch_taken(pc, state):
+                    state["bssy"] = [b for b in state["bssy"] if not target < b <= pc]  # closed in the body
+                    pc = target
                 else:
-                    taken = True
-            else:
-                if lp not in trips:
-                    trips[lp] = [counted.pop(0) if counted else counted_trips(func, lp), 1]
-                taken = trips[lp][1] < trips[lp][0]
-                trips[lp][1] += 1
-                if not taken:
-                    del trips[lp]
-            pc = target if taken else pc + 1
-            continue
-        neg = ins.guard.startswith("@!")
-        pred = ins.guard.lstrip("@!")
-        if pred_def.get(pred) == "VOTE":
-            while events and events[0] == END:
-                events.pop(0)
-            if not events:
-                raise ModelError(f"vote branch at {ins.offset:#x} with no event left")
-            taken = bool(events.pop(0)) != neg
-            pc = target if taken else pc + 1
-            continue
-        skipped = ins_list[pc + 1:target]
-        fixup = (any(_QNAN_RE.search(i.operands) for i in skipped) and len(skipped) <= _FIXUP_MAX
-                 and not any(i.cls in ("shfl", "vote") or k in by_latch for k, i in enumerate(skipped, pc + 1)))
-        if fixup:
-            pc = target
-            continue
-        if (len(skipped) <= _GUARDED_MEMORY_MAX and any(i.cls == "memory" for i in skipped)
-                and not any(i.cls in ("fp64", "fp32", "shfl", "vote") for i in skipped)):
-            pc += 1  # a load or store of a group past the end: every group of a steady-state iteration is valid
-            continue
-        raise ModelError(f"branch at {ins.offset:#x} ({ins.guard} {ins.opcode}) on a predicate set by "
-                         f"{pred_def.get(pred, 'code before the loop')}: a per-lane or per-thread data-dependent "
-                         "branch, whose paths the walk does not follow")
-    raise ModelError("walk too long")
+                    pc += 1
+                continue
+            neg = ins.guard.startswith("@!")
+            pred = ins.guard.lstrip("@!")
+            if state["pred"].get(pred) == "VOTE":
+                events = state["events"]
+                while events and events[0] == END:
+                    events.pop(0)
+                if not events:
+                    raise ModelError(f"vote branch at {ins.offset:#x} with no event left")
+                pc = target if bool(events.pop(0)) != neg else pc + 1
+                continue
+            skipped = self.ins[pc + 1:target]
+            if (any(_QNAN_RE.search(i.operands) for i in skipped) and len(skipped) <= _FIXUP_MAX
+                    and not any(i.cls in ("shfl", "vote") or k in self.by_latch
+                                for k, i in enumerate(skipped, pc + 1))):
+                pc = target  # the non-finite fix-up, which finite data skip
+                continue
+            if (len(skipped) <= _GUARDED_MEMORY_MAX and any(i.cls == "memory" for i in skipped)
+                    and not any(i.cls in ("fp64", "fp32", "shfl", "vote") for i in skipped)):
+                pc += 1  # a load or store of a group past the end: every group of a steady-state iteration is valid
+                continue
+            pc = self._both_sides(pc, target, state, out)
+
+    def _latch_taken(self, pc: int, state: dict) -> bool:
+        lp = self.by_latch[pc]
+        if lp in self.data_loops:
+            if state["events"] and state["events"][0] == END:
+                state["events"].pop(0)
+                return False
+            return True
+        trips = state["trips"]
+        if lp not in trips:
+            trips[lp] = [state["counted"].pop(0) if state["counted"] else counted_trips(self.func, lp), 1]
+        taken = trips[lp][1] < trips[lp][0]
+        trips[lp][1] += 1
+        if not taken:
+            del trips[lp]
+        return taken
+
+    def _both_sides(self, pc: int, target: int, state: dict, out: list) -> int:
+        """A per-lane branch at ``pc``: walk both sides to the reconvergence point, keep one (or both)."""
+        rc = state["bssy"][-1] if state["bssy"] and state["bssy"][-1] > pc else target
+        sides = []
+        for start in (target, pc + 1):
+            st = _copy_state(state)
+            try:
+                code, _ = self.run(start, rc, st)
+            except ModelError:
+                continue
+            sides.append((code, st))
+        if not sides:
+            ins = self.ins[pc]
+            raise ModelError(f"per-lane branch at {ins.offset:#x} ({ins.guard} {ins.opcode}): no side reaches "
+                             f"the reconvergence point")
+        self.per_lane_branches += 1
+        if self.per_lane == "both":
+            for code, _ in sides:
+                out.extend(code)
+        else:
+            out.extend(min(sides, key=lambda cs: len(cs[0]))[0])
+        chosen = min(sides, key=lambda cs: len(cs[0]))[1]
+        state.update(chosen)
+        if state["bssy"] and state["bssy"][-1] == rc:
+            state["bssy"].pop()
+        return rc
