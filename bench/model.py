@@ -410,7 +410,7 @@ def meta(argv) -> dict:
         commit = None
     return {"nvrtc": sass.nvrtc_version(), "nvdisasm": sass.nvdisasm_version(), "arch": sass.ARCH,
             "options": list(build.OPTIONS), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"), "commit": commit, "command": "python -m bench.model " + " ".join(argv),
+                timespec="seconds"), "commit": commit, "command": " ".join(["python -m bench.model", *argv]),
             "rates_per_sm_clock": RATES, "devices": DEVICES, "goal_over_k40": GOAL_OVER_K40,
             "inputs": {"best": {"blocks": BEST_BLOCKS, "threads": BEST_THREADS, "K": BEST_K, "seeds": [3, 4]},
                        "stream": {"count": STREAM_COUNT, "seeds": [1, 2]}, "sample": SAMPLE}}

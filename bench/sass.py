@@ -341,14 +341,18 @@ def counted_trips(func: Function, loop) -> int:
     reg, limit = m.group(2), int(m.group(3), 0)
     incs = [(k, i) for k, i in enumerate(body) if _base(i.opcode) in ("VIADD", "IADD3")
             and (mi := _INC_RE.match(i.operands)) and mi.group(1) == reg and mi.group(2) == reg]
-    inits = [i for i in func.instructions[:h] if i.operands.startswith(reg + ",")]
+    pair = f"R{int(reg[1:]) - 1}," if int(reg[1:]) % 2 else None  # CS2R Rn, SRZ clears Rn and Rn+1
+    inits = [i for i in func.instructions[:h] if i.operands.startswith(reg + ",")
+             or (pair and _base(i.opcode) == "CS2R" and i.operands.startswith(pair))]
     mi = _INIT_RE.match(inits[-1].operands) if inits and _base(inits[-1].opcode) == "IMAD" else None
     if inits and _base(inits[-1].opcode) == "MOV":
         mi = re.match(r"^(R\d+), " + _IMM + "$", inits[-1].operands)
+    if inits and _base(inits[-1].opcode) == "CS2R":
+        mi = re.match(r"^(R\d+), (SRZ)$", inits[-1].operands)
     if len(incs) != 1 or not mi or inits[-1].guard:
         raise ModelError(f"loop at {body[0].offset:#x}-{latch.offset:#x}: no constant trip count found")
     step = int(_INC_RE.match(incs[0][1].operands).group(3), 0)
-    value = 0 if mi.groups()[-1] == "RZ" else int(mi.groups()[-1], 0)
+    value = 0 if mi.groups()[-1] in ("RZ", "SRZ") else int(mi.groups()[-1], 0)
     after = incs[0][0] < body.index(cmp)  # the compare sees the stepped counter
     negated = latch.guard.startswith("@!")
     for trips in range(1, 100_000):
