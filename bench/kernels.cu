@@ -36,6 +36,9 @@ __device__ __forceinline__ void run_k(const T* __restrict__ x, const T* __restri
         const T yl = load_term<R>(y, index, valid, lane);
         T acc = T(0);
         if (scratch) scratch[threadIdx.x] = xl;
+        // One operation per iteration (no unrolling): the instruction model (bench/model.py) reads
+        // the steady state of one operation from this loop's body.
+#pragma unroll 1
         for (int k = 0; k < K; ++k) {
             const T xk = lane == 0 ? add_rn(xl, T(k)) : xl;
             acc = add_rn(acc, op(xk, yl, lane));
@@ -96,6 +99,7 @@ __device__ __forceinline__ void run_seq(const T* __restrict__ x, const T* __rest
             acc[k] = T(0);
         }
         if (scratch) scratch[threadIdx.x] = xv[0];
+#pragma unroll 1  // one operation per iteration, as in run_k
         for (int kk = 0; kk < K; ++kk) {
             T xk[R];
 #pragma unroll

@@ -14,6 +14,7 @@ figures come from ``anchors/collange2016_tables.csv``.
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 import time
 from pathlib import Path
@@ -153,6 +154,23 @@ def aims(records: list[dict], stream: list[dict]) -> list[dict]:
     return out
 
 
+MODEL_JSON = Path(__file__).resolve().parents[1] / "bench" / "results" / "model_sm90.json"
+MODEL_DEVICE = "H100 SXM"
+
+
+def model_bounds() -> dict:
+    """{(table, R, algorithm): the instruction model's bound in Mop/s on an H100 SXM} for the best-case
+    tables (I and III, float64), read from the committed ``bench/results/model_sm90.json`` (written by
+    ``python -m bench.model``; not recomputed here); empty when that file is absent."""
+    if not MODEL_JSON.exists():
+        return {}
+    records = json.loads(MODEL_JSON.read_text())["records"]
+    table = {"add": "I", "mul": "III"}
+    return {(table[r["operation"]], r["R"], r["algorithm"]): r["bound"][MODEL_DEVICE]["mops"]
+            for r in records if r["source"] == "bench" and r["dtype"] == "float64" and "bound" in r
+            and r.get("operation") in table}
+
+
 def _cell(v, digits=4):
     if v is None:
         return "—"
@@ -168,19 +186,26 @@ def markdown(records: list[dict], device_label: str) -> str:
         "III": "Table III: multiplication, best case, Mop/s",
         "IV": "Table IV: multiplication, memory-constrained, Mop/s",
     }
+    bounds = model_bounds()
     for table, (op, _) in TABLES.items():
         algs = ALGORITHMS[op]
+        with_model = bool(bounds) and table in ("I", "III")
         out += [f"### {titles[table]}", ""]
         head = ["R"]
         for a in algs:
             head += [f"{LABELS[a]} ({device_label})", f"{LABELS[a]} (K40, paper)", "ratio"]
+            head += [f"{LABELS[a]} (model bound, {MODEL_DEVICE})"] if with_model else []
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for R in RS:
             row = [str(R)]
             for a in algs:
                 rec = next(r for r in records if r["table"] == table and r["R"] == R and r["algorithm"] == a)
                 row += [_cell(rec.get("mops")), _cell(rec["paper_mops_k40"]), _cell(rec.get("ratio_to_k40"), 3)]
+                row += [_cell(bounds.get((table, R, a)))] if with_model else []
             out.append("| " + " | ".join(row) + " |")
+        if with_model:
+            out += ["", f"Model bound: bench/results/model_sm90.md (instruction model of the compiled kernel, "
+                        f"{MODEL_DEVICE}; an upper bound, not a measurement)."]
         notes = sorted({r["note"] for r in records if r["table"] == table and r.get("note")})
         out += [""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(out)

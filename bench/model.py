@@ -1,0 +1,556 @@
+"""The instruction model of the kernels (design decision 12, issue 13): an upper bound of each kernel's
+Mop/s on an H100 SXM and an H200 from its compiled SASS, without a GPU.
+
+    python -m bench.model [--only SUBSTRING] [--rs 2,3,4,8,16,32] [--output bench/results/model_sm90]
+
+For every kernel the library launches (:data:`expansions.cuda.build.OPERATIONS`) and every benchmark
+kernel (``bench/kernels.cu``), R in {2, 3, 4, 8, 16, 32}, float64 and float32:
+
+1. NVRTC 13 compiles it for sm_90 with the library's options and nvdisasm prints its SASS
+   (:mod:`bench.sass`);
+2. the steady state of one operation is walked (:func:`bench.sass.walk`): the body of the benchmark's
+   loop of K operations in registers, or of a library kernel's grid-stride loop (load, operate,
+   store), with the data-dependent loops (``warp_any`` exits) run as the CPU twins run them on the
+   benchmark's own inputs, warp by warp (:class:`Votes`; the mirrors below follow
+   ``expansions.cpu.kernels.add_fast``, ``mul_truncated`` with ``_propagate``, and ``renormalize``
+   operation for operation, and tests/test_model.py checks that they return the twins' bits);
+3. the warp instructions per operation are counted by class, and the bound is
+   SMs x clock x min over the resources (issue slots, FP64 pipe, FP32 pipe, shuffle unit, and for the
+   library kernels memory bandwidth) of rate / use per operation.
+
+Writes ``<output>.json`` (every cell, the counts, the tools' versions, the date, the commit, the
+command) and ``<output>.md``.  Cells whose code the walk cannot account for (calls, per-thread
+data-dependent branches) are listed as not modeled, with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench import baselines_gpu, gpu, sass
+from expansions.cpu import kernels as K
+from expansions.cpu.eft import two_prod, two_sum
+from expansions.cpu.lanes import group_any, shfl, shfl_down, shfl_up
+from expansions.cuda import build
+from expansions.formats import group_width
+from expansions.generate import random_terms
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTPUT = ROOT / "bench" / "results" / "model_sm90"
+RS = (2, 3, 4, 8, 16, 32)
+DTYPES = ("float64", "float32")
+ANCHORS = ROOT / "paper_repro" / "anchors" / "collange2016_tables.csv"
+
+#: Per SM and clock, in warp instructions, on compute capability 9.0 (Hopper).  Issue: four warp
+#: schedulers per SM, each dispatching one warp instruction per clock (NVIDIA H100 Tensor Core GPU
+#: Architecture whitepaper, "H100 SM architecture": four processing blocks per SM, each with a warp
+#: scheduler and dispatch unit of 32 threads/clock).  FP64: 64 results per clock per SM = 2 warp
+#: instructions, FP32: 128 = 4, warp shuffle: 32 = 1 (CUDA C++ Programming Guide, "Arithmetic
+#: Instructions", throughput table, column 9.0).  Votes, selects and integer instructions are
+#: charged to the issue slots only.
+RATES = {"issue": 4.0, "fp64": 2.0, "fp32": 4.0, "shfl": 1.0}
+
+#: Devices.  H100 SXM5: 132 SMs, boost clock 1.98 GHz, 3.35 TB/s HBM3 (NVIDIA H100 Tensor Core GPU
+#: datasheet; its FP64 34 TFLOPS = 132 SMs x 64 FMA x 2 flops x 1.98 GHz, and the whitepaper's table
+#: of H100 SXM5 SMs).  H200 SXM: the same GH100 SM count and clocks (NVIDIA H200 Tensor Core GPU
+#: datasheet: FP64 34 TFLOPS, as the H100 SXM), 4.8 TB/s HBM3e.
+DEVICES = {
+    "H100 SXM": {"sms": 132, "clock_hz": 1.98e9, "bandwidth_bytes_s": 3.35e12},
+    "H200": {"sms": 132, "clock_hz": 1.98e9, "bandwidth_bytes_s": 4.8e12},
+}
+
+#: The issue's goal (issue 13, item 2): the bound at least this many times the paper's K40 figure.
+GOAL_OVER_K40 = 25.0
+
+#: Benchmark inputs (bench/gpu.py, best case): the paper's launch shape, 1024 blocks of 256 threads,
+#: seeds 3 and 4, K = 16 operations per load; library kernels (streaming): seeds 1 and 2 as
+#: bench/gpu.py's stream scenario, 2^15 expansions instead of its 2^24 (the trip counts are a mean).
+BEST_BLOCKS, BEST_THREADS, BEST_K = 1024, 256, 16
+STREAM_COUNT = 1 << 15
+#: At most this many warp-iterations are walked per cell (all of them when they have fewer
+#: distinct vote sequences); the mean is over the sample, chosen with a fixed seed.
+SAMPLE = 256
+
+
+# ---------------------------------------------------------------------------------------------
+# Trip counts: the twins' data-dependent loops, with the vote of each warp (32/W groups).
+
+
+class Votes:
+    """The ``warp_any`` outcomes of every warp, one column per check: 1 (some group active, go on),
+    0 (stop), :data:`END_CODE` (the loop ran its bound of rounds), -1 (this warp has no check here)."""
+
+    END_CODE = 2
+
+    def __init__(self, groups_per_warp: int):
+        self.G = groups_per_warp
+        self.cols: list = []
+
+    def check(self, act, live):
+        """Record the vote of every live warp on the group predicate ``act``; the warps still in the loop."""
+        wa = act.reshape(-1, self.G).any(axis=1)
+        self.cols.append(np.where(live, wa.astype(np.int8), np.int8(-1)))
+        return live & wa
+
+    def end(self, live):
+        self.cols.append(np.where(live, np.int8(self.END_CODE), np.int8(-1)))
+
+    def start(self, rows: int):
+        return np.ones(rows // self.G, dtype=bool)
+
+    def matrix(self, warps: int) -> np.ndarray:
+        return np.stack(self.cols, axis=1) if self.cols else np.zeros((warps, 0), dtype=np.int8)
+
+
+def add_fast_votes(x, y, R, votes: Votes):
+    """``expansions.cpu.kernels.add_fast`` with the loop's vote per warp recorded in ``votes``."""
+    xp, n, m, X, Y, lane, zero = K._group_operands(x, y, R)
+    if n > R:
+        X = xp.where(lane < R, X, zero)
+    if m > R:
+        Y = xp.where(lane < R, Y, zero)
+    s, e = two_sum(X, Y)
+    leading = s[:, 0].copy()
+    live = votes.start(len(x))
+    for _ in range(R - 2):
+        es = xp.where(lane == 0, zero, shfl_up(e, 1))
+        act = group_any(es != 0, R)
+        live = votes.check(act, live)
+        if not live.any():
+            break
+        ns, ne = two_sum(s, es)
+        s = xp.where(act[:, None], ns, s)
+        e = xp.where(act[:, None], ne, e)
+    else:
+        if R > 2:
+            votes.end(live)
+    s = s + xp.where(lane == 0, zero, shfl_up(e, 1))
+    return K.nonfinite_epilogue(s[:, :R], (x, y), leading)
+
+
+def _propagate_votes(s, e, R, lane, votes: Votes):
+    """``expansions.cpu.kernels._propagate`` with the vote per warp."""
+    zero = s.dtype.type(0)
+    live = votes.start(len(s))
+    for _ in range(R):
+        act = group_any(e != 0, R)
+        live = votes.check(act, live)
+        if not live.any():
+            break
+        ns, ne = two_sum(s, e)
+        ne = np.where(lane == 0, zero, shfl_up(ne, 1))
+        s = np.where(act[:, None], ns, s)
+        e = np.where(act[:, None], ne, e)
+    else:
+        votes.end(live)
+    return s, e
+
+
+def mul_truncated_votes(x, y, R, votes: Votes):
+    """``expansions.cpu.kernels.mul_truncated`` with the votes of its propagate loops."""
+    xp, n, m, X, Y, lane, zero = K._group_operands(x, y, R)
+    s = xp.zeros_like(X)
+    pi = xp.zeros_like(X)
+    leading = X[:, 0] * Y[:, 0]
+    for i in range(R - 1):
+        yi = shfl(Y, i) if i < m else xp.zeros_like(X)
+        p, e = two_prod(X, yi)
+        s, ep = two_sum(s, p)
+        pi = xp.where(lane == i, shfl(s, 0), pi)
+        s = xp.where(lane >= R - 1, zero, shfl_down(s, 1))
+        s, e = _propagate_votes(s, e, R, lane, votes)
+        s, ep = _propagate_votes(s, ep, R, lane, votes)
+    yi = shfl(Y, R - 1) if R - 1 < m else xp.zeros_like(X)
+    s = s + X * yi
+    pi = xp.where(lane == R - 1, shfl(s, 0), pi)
+    return K.nonfinite_epilogue(pi[:, :R], (x, y), leading)
+
+
+def renormalize_votes(x, R, votes: Votes):
+    """``expansions.cpu.kernels.renormalize`` with the vote per warp of ``renormalize_group``'s loop
+    (the kernel votes before rounds 2..R; the twin tests after each round: the same rounds)."""
+    xp = np
+    N, n = x.shape
+    cur, out, leading = x, None, None
+    active = xp.ones(N, dtype=bool)
+    live = votes.start(N)
+    for k in range(R):
+        if k > 0:
+            live = votes.check(active, live)
+            if not live.any():
+                break
+        order = xp.argsort(-xp.abs(cur), axis=1, kind="stable")
+        srt = xp.take_along_axis(cur, order, axis=1)
+        w = srt.shape[1]
+        e = xp.empty_like(srt)
+        s = srt[:, w - 1].copy()
+        for i in range(w - 2, -1, -1):
+            s, e[:, i + 1] = two_sum(srt[:, i], s)
+        e[:, 0] = s
+        if leading is None:
+            leading = e[:, 0].copy()
+        r = K._vec_sum_err_branch(e, R)
+        out = r if out is None else xp.where(active[:, None], r, out)
+        active = active & ~K._adjacent_nonoverlapping(out)
+        cur = out
+    else:
+        if R > 1:
+            votes.end(live)
+    return K.nonfinite_epilogue(out, (x,), leading)
+
+
+MIRRORS = {"add_fast": add_fast_votes, "sub_fast": add_fast_votes, "mul_truncated": mul_truncated_votes,
+           "FastAdd": add_fast_votes, "TruncMul": mul_truncated_votes}
+
+
+def _padded(a, G):
+    """Rows of ``a`` padded with zero expansions to whole warps (groups past the end compute on zeros)."""
+    extra = (-len(a)) % G
+    return np.concatenate([a, np.zeros((extra, a.shape[1]), a.dtype)]) if extra else a
+
+
+def vote_sequences(op: str, dtype: str, R: int, best: bool) -> np.ndarray:
+    """One row per warp-iteration: its vote codes (see :class:`Votes`), on the benchmark's inputs."""
+    G = 32 // group_width(R)
+    if best:
+        count = BEST_BLOCKS * BEST_THREADS // group_width(R)
+        x, y = random_terms((count,), R, dtype, seed=3), random_terms((count,), R, dtype, seed=4)
+        pairs = []
+        for k in range(BEST_K):
+            xk = x.copy()
+            xk[:, 0] = xk[:, 0] + x.dtype.type(k)
+            pairs.append((xk, y))
+    else:
+        pairs = [(random_terms((STREAM_COUNT,), R, dtype, seed=1), random_terms((STREAM_COUNT,), R, dtype, seed=2))]
+    rows = []
+    for a, b in pairs:
+        a, b = _padded(a, G), _padded(b, G)
+        if op in ("sub_fast",):
+            b = -b
+        votes = Votes(G)
+        with np.errstate(all="ignore"):
+            if op == "renormalize":
+                renormalize_votes(K.mul_truncated(a, b, R), R, votes)
+            else:
+                MIRRORS[op](a, b, R, votes)
+        rows.append(votes.matrix(len(a) // G))
+    width = max(r.shape[1] for r in rows)
+    return np.concatenate([np.pad(r, ((0, 0), (0, width - r.shape[1])), constant_values=-1) for r in rows])
+
+
+def _events(row) -> list:
+    return [sass.END if c == Votes.END_CODE else bool(c) for c in row if c >= 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Cells.
+
+
+def cells(rs=RS, dtypes=DTYPES) -> list[dict]:
+    """Every (kernel, dtype, R) of the model: name expression, kind of steady loop, the operation
+    its votes follow, lanes per expansion and expansions per warp-iteration."""
+    out = []
+    for dtype in dtypes:
+        for R in rs:
+            W = group_width(R)
+            for op, info in build.OPERATIONS.items():
+                if info.terms is not None and info.terms != R:
+                    continue
+                inst = build.instance(op, dtype, R)
+                per_warp = {"group": 32 // W, "thread": 32, "term": 32 / R}[info.mapping]
+                out.append({"kernel": inst.name_expression, "source": "library", "op": op, "dtype": dtype, "R": R,
+                            "W": W if info.mapping == "group" else None, "mapping": info.mapping,
+                            "layout": info.layout, "kind": "grid", "per_warp_iteration": per_warp,
+                            "operands": info.operands})
+            for (opn, alg), functor in gpu.OPS.items():
+                out.append({"kernel": gpu.name_expression("best", opn, alg, dtype, R), "source": "bench",
+                            "op": functor, "operation": opn, "algorithm": alg, "dtype": dtype, "R": R, "W": W,
+                            "mapping": "group", "kind": "best", "per_warp_iteration": 32 // W})
+            for key in ("campary", "qd"):
+                for opn in ("add", "mul"):
+                    if baselines_gpu.functor(opn, key, R) is None:
+                        continue
+                    out.append({"kernel": baselines_gpu.name_expression("best", opn, key, dtype, R),
+                                "source": "bench", "op": baselines_gpu.functor(opn, key, R), "operation": opn,
+                                "algorithm": key, "dtype": dtype, "R": R, "W": None, "mapping": "thread",
+                                "kind": "best", "per_warp_iteration": 32})
+    return out
+
+
+def paper_figures() -> dict:
+    """{(operation, algorithm, R): K40 Mop/s, best case} from the anchors CSV (Tables I and III)."""
+    with open(ANCHORS) as f:
+        rows = [r for r in f if not r.startswith("#")]
+    return {(r["operation"], r["algorithm"], int(r["R"])): float(r["mops"])
+            for r in csv.DictReader(rows) if r["scenario"] == "best"}
+
+
+#: The paper's algorithm of each library operation (for the K40 column).
+LIBRARY_PAPER = {"add_safe": ("add", "safe"), "sub_safe": ("add", "safe"), "add_fast": ("add", "fast"),
+                 "sub_fast": ("add", "fast"), "mul_truncated": ("mul", "parallel")}
+
+
+def bound(per_op: dict, bytes_per_op: float | None) -> dict:
+    """{device: {"mops", "binding", "cycles"}} from the warp instructions per operation by class."""
+    use = {"issue": sum(per_op.values()), "fp64": per_op["fp64"], "fp32": per_op["fp32"], "shfl": per_op["shfl"]}
+    out = {}
+    for dev, d in DEVICES.items():
+        cycles = {r: use[r] / RATES[r] for r in RATES}  # SM clocks per operation and resource
+        rates = {r: d["sms"] * d["clock_hz"] / c for r, c in cycles.items() if c > 0}
+        if bytes_per_op:
+            rates["memory"] = d["bandwidth_bytes_s"] / bytes_per_op
+        binding = min(rates, key=rates.get)
+        out[dev] = {"mops": float(rates[binding] / 1e6), "binding": binding}
+    return out
+
+
+def model_cell(cell: dict, func, figures: dict) -> dict:
+    """The modeled record of one cell (``func``: its parsed SASS)."""
+    rec = dict(cell)
+    votes_op = cell["op"] if cell["op"] in MIRRORS or cell["op"] == "renormalize" else None
+    info: dict = {}
+    try:
+        if votes_op:
+            seqs = vote_sequences(votes_op, cell["dtype"], cell["R"], cell["kind"] == "best")
+            uniq, inverse = np.unique(seqs, axis=0, return_inverse=True)
+            inverse = np.asarray(inverse).reshape(-1)
+            if len(uniq) <= SAMPLE:
+                picks, weights = np.arange(len(uniq)), np.bincount(inverse, minlength=len(uniq))
+            else:
+                chosen = np.random.default_rng(0).choice(len(seqs), SAMPLE, replace=False)
+                picks, weights = np.unique(inverse[chosen], return_counts=True)
+            walks = [(sass.counts(sass.walk(func, _events(uniq[p]), kind=cell["kind"], info=info)), w)
+                     for p, w in zip(picks, weights)]
+            total = sum(w for _, w in walks)
+            per_iter = {c: sum(cnt[c] * w for cnt, w in walks) / total for c in sass.CLASSES}
+            checks = (seqs >= 0).sum(axis=1)
+            rec["votes"] = {"warp_iterations": int(len(seqs)), "distinct": int(len(uniq)),
+                            "walked": int(len(picks)), "sampled": bool(len(uniq) > SAMPLE),
+                            "mean_checks": float(checks.mean()), "max_checks": int(checks.max())}
+        else:
+            per_iter = sass.counts(sass.walk(func, kind=cell["kind"], info=info))
+    except sass.ModelError as exc:
+        rec["not_modeled"] = str(exc)
+        return rec
+    rec["per_lane_branches"] = info.get("per_lane_branches", 0)
+    G = cell["per_warp_iteration"]
+    per_op = {c: float(v / G) for c, v in per_iter.items()}
+    rec["per_warp_iteration"] = G
+    rec["instructions_per_op"] = per_op
+    rec["total_per_op"] = sum(per_op.values())
+    item = np.dtype(cell["dtype"]).itemsize
+    nbytes = None
+    if cell["source"] == "library" and cell["mapping"] == "group":
+        nbytes = (cell["operands"] + 1) * cell["R"] * item  # inputs read and output written, N = M = R
+    rec["bytes_per_op"] = nbytes
+    rec["bound"] = bound(per_op, nbytes)
+    key = (cell.get("operation"), cell.get("algorithm"), cell["R"]) if cell["source"] == "bench" else (
+        *LIBRARY_PAPER.get(cell["op"], (None, None)), cell["R"])
+    k40 = figures.get(key) if cell["dtype"] == "float64" else None
+    rec["paper_k40_mops"] = k40
+    if k40:
+        rec["over_k40"] = {dev: b["mops"] / k40 for dev, b in rec["bound"].items()}
+        if cell["source"] == "bench" and cell["mapping"] == "group":
+            rec["meets_goal"] = bool(rec["over_k40"]["H100 SXM"] >= GOAL_OVER_K40)
+    return rec
+
+
+def _source_for(cell) -> str:
+    return gpu._source() if cell["source"] == "bench" else build.source()
+
+
+def run(rs=RS, dtypes=DTYPES, only: str | None = None, progress: bool = True) -> list[dict]:
+    """Model every cell (or those whose kernel name contains ``only``): one NVRTC program per source,
+    dtype and R."""
+    todo = [c for c in cells(rs, dtypes) if not only or only in c["kernel"]]
+    figures = paper_figures()
+    records = []
+    groups: dict = {}
+    for c in todo:
+        groups.setdefault((c["source"], c["dtype"], c["R"]), []).append(c)
+    for (source, dtype, R), group in groups.items():
+        t0 = time.perf_counter()
+        names = [c["kernel"] for c in group]
+        try:
+            funcs = sass.sass(_source_for(group[0]), names)
+        except RuntimeError:  # one kernel may not compile alone; compile one by one to say which
+            funcs = {}
+            for n in names:
+                try:
+                    funcs.update(sass.sass(_source_for(group[0]), [n]))
+                except RuntimeError as exc:
+                    funcs[n] = exc
+        for c in group:
+            f = funcs[c["kernel"]]
+            records.append(dict(c, not_modeled=f"does not compile: {f}") if isinstance(f, Exception)
+                           else model_cell(c, f, figures))
+        if progress:
+            print(f"{source} {dtype} R={R}: {len(group)} kernels in {time.perf_counter() - t0:.1f} s", flush=True)
+    return records
+
+
+# ---------------------------------------------------------------------------------------------
+# Output.
+
+
+def meta(argv) -> dict:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {"nvrtc": sass.nvrtc_version(), "nvdisasm": sass.nvdisasm_version(), "arch": sass.ARCH,
+            "options": list(build.OPTIONS), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"), "commit": commit, "command": " ".join(["python -m bench.model", *argv]),
+            "rates_per_sm_clock": RATES, "devices": DEVICES, "goal_over_k40": GOAL_OVER_K40,
+            "inputs": {"best": {"blocks": BEST_BLOCKS, "threads": BEST_THREADS, "K": BEST_K, "seeds": [3, 4]},
+                       "stream": {"count": STREAM_COUNT, "seeds": [1, 2]}, "sample": SAMPLE}}
+
+
+def _fmt(v, digits=3):
+    return "—" if v is None else f"{v:.{digits}g}"
+
+
+def markdown(records: list[dict], info: dict) -> str:
+    lines = ["# Instruction model of the kernels, sm_90 (H100 SXM, H200)", "",
+             f"Generated by `{info['command']}` on {info['date']} (commit {info['commit']}), NVRTC {info['nvrtc']}, "
+             f"nvdisasm {info['nvdisasm']}, options `{' '.join(info['options'])}`, no GPU.  Do not edit: rerun "
+             "the command.", "",
+             "Warp instructions per operation of each kernel's steady state (bench/model.py, bench/sass.py), the "
+             "data-dependent loops run as the CPU twins run them on the benchmark's inputs; the bound is "
+             "SMs x clock x min over resources of (rate per SM and clock / use per operation): issue 4 warp "
+             "instructions, FP64 2, FP32 4, shuffle 1 (CUDA C++ Programming Guide throughput table, cc 9.0), "
+             "and memory bandwidth for the library kernels (load x, y, store the result).  H100 SXM and H200 "
+             "have the same SMs and clocks: their compute bounds are equal.", ""]
+    bench_rs = sorted({r["R"] for r in records if r.get("paper_k40_mops")})
+    lines += [f"## Bound / paper's K40 figure (H100 SXM, float64; goal >= {GOAL_OVER_K40:g}x)", "",
+              "| kernel | " + " | ".join(f"R = {R}" for R in bench_rs) + " |", "|---" * (len(bench_rs) + 1) + "|"]
+    for kern in dict.fromkeys((r["source"], r["op"]) for r in records if r.get("paper_k40_mops")):
+        cells_ = []
+        for R in bench_rs:
+            rec = next((r for r in records if (r["source"], r["op"]) == kern and r["R"] == R
+                        and r["dtype"] == "float64" and r.get("over_k40")), None)
+            if rec is None:
+                cells_.append("")
+                continue
+            ratio = rec["over_k40"]["H100 SXM"]
+            mark = "" if "meets_goal" not in rec else (" ✓" if rec["meets_goal"] else " ✗")
+            cells_.append(f"{ratio:.1f}×{mark}")
+        name = f"{kern[1]} ({'benchmark, best case' if kern[0] == 'bench' else 'library, streaming'})"
+        lines.append(f"| {name} | " + " | ".join(cells_) + " |")
+    misses = [r for r in records if r.get("meets_goal") is False]
+    lines += ["", f"Goal missed in {len(misses)} cells" + (":" if misses else "."), ""]
+    lines += ["| kernel | R | bound/K40 | binding | instructions per op | of which FP / shuffle / vote / select / "
+              "integer / branch |", "|---|---|---|---|---|---|"] if misses else []
+    for r in misses:
+        per, tot = r["instructions_per_op"], r["total_per_op"]
+        shares = " / ".join(f"{100 * per[c] / tot:.0f} %" for c in ("fp", "shfl", "vote", "select", "int", "branch")
+                            if c != "fp") if tot else ""
+        fp = 100 * (per["fp64"] + per["fp32"]) / tot if tot else 0
+        lines.append(f"| {r['op']} | {r['R']} | {r['over_k40']['H100 SXM']:.1f}× | {r['bound']['H100 SXM']['binding']} "
+                     f"| {tot:.4g} | {fp:.0f} % / {shares} |")
+    lines += ["", "A miss bound by issue slots means the kernel executes more instructions per operation than the "
+              "H100's issue rate allows for 25× the K40: fewer non-floating-point instructions (selects that keep "
+              "finished groups, vote and branch bookkeeping of the data-dependent loops, the non-finite checks on "
+              "the hot path) is what would fix it (issue 13, item 2).", ""] if misses else []
+    lines += ["## Every cell", "",
+              "Per operation: warp instructions by class, total; bound in Mop/s (H100 SXM, H200) and the binding "
+              "resource; the paper's K40 figure and bound / K40 (H100 SXM).", "",
+              "| kernel | dtype | R | " + " | ".join(sass.CLASSES) + " | total | H100 Mop/s | H200 Mop/s | binding "
+              "| K40 | bound/K40 | votes per warp-iteration |", "|---" * (len(sass.CLASSES) + 11) + "|"]
+    lines[-2:-2] = ["† The code has per-lane (or per-thread) data-dependent branches: the walk keeps the shorter "
+                    "side of each, so the count is a lower bound (and the Mop/s an upper bound) of what a warp "
+                    "whose lanes disagree issues.", ""]
+    for r in records:
+        head = f"| `{r['kernel']}` | {r['dtype']} | {r['R']} |"
+        if "not_modeled" in r:
+            lines.append(head + f" not modeled: {r['not_modeled']} |")
+            continue
+        per = r["instructions_per_op"]
+        b = r["bound"]
+        v = r.get("votes")
+        vtxt = f"{v['mean_checks']:.1f} (max {v['max_checks']}{', sampled' if v['sampled'] else ''})" if v else ""
+        if "measured_mops" in r:
+            vtxt += f" measured {r['measured_mops']:.4g} Mop/s = {r['measured_over_bound']:.2f} of the bound"
+        dagger = " †" if r.get("per_lane_branches") else ""
+        lines.append(head + " " + " | ".join(_fmt(per[c], 3) for c in sass.CLASSES)
+                     + f" | {_fmt(r['total_per_op'], 4)}{dagger} | {_fmt(b['H100 SXM']['mops'], 4)} | "
+                     f"{_fmt(b['H200']['mops'], 4)} | {b['H100 SXM']['binding']} | "
+                     f"{_fmt(r.get('paper_k40_mops'), 4)} | "
+                     f"{_fmt((r.get('over_k40') or {}).get('H100 SXM'), 3)} | {vtxt} |")
+    return "\n".join(lines) + "\n"
+
+
+def add_measured(records: list[dict], path: Path) -> int:
+    """Put the measured Mop/s of ``paper_repro``'s results.json (its ``collange2016`` records, best
+    case, float64, a GPU run) beside the bound of the benchmark cells: ``measured_mops`` and
+    ``measured_over_bound`` (against the bound of the device the run names, H200 or else H100 SXM).
+    Returns the number of cells matched."""
+    summary = json.loads(path.read_text())
+    measured = {(r["operation"], r["algorithm"], r["R"]): (r["mops"], r.get("device"))
+                for r in summary.get("collange2016", []) if r.get("scenario") == "best" and r.get("mops")}
+    if summary.get("backend") != "cuda":
+        return 0  # CPU timings of the twins: nothing to compare with a GPU bound
+    device = str(summary.get("device_label", ""))
+    dev = "H200" if "H200" in device else "H100 SXM"
+    n = 0
+    for r in records:
+        key = (r.get("operation"), r.get("algorithm"), r["R"])
+        if r["source"] == "bench" and r["dtype"] == "float64" and key in measured and "bound" in r:
+            r["measured_mops"] = measured[key][0]
+            r["measured_over_bound"] = measured[key][0] / r["bound"][dev]["mops"]
+            r["measured_device"] = dev
+            n += 1
+    return n
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default=None, help="model only the kernels whose name expression contains this")
+    ap.add_argument("--rs", default=",".join(map(str, RS)), help="comma-separated R values")
+    ap.add_argument("--dtypes", default=",".join(DTYPES))
+    ap.add_argument("--output", type=Path, default=OUTPUT, help="path without suffix (.json and .md are written)")
+    ap.add_argument("--out", type=Path, default=None, help="a folder: write model_sm90.json and .md there instead")
+    ap.add_argument("--measured", type=Path, default=None,
+                    help="paper_repro's results.json from a GPU: measured Mop/s beside the bound")
+    ap.add_argument("--ncu-worst", type=int, default=0, help="(for tools/gpu_run.py; Nsight Compute runs are not "
+                    "implemented yet: the option is accepted and says so)")
+    ap.add_argument("--render", action="store_true", help="rewrite the .md from the .json, computing nothing")
+    args = ap.parse_args(argv)
+    if args.render:
+        data = json.loads(args.output.with_suffix(".json").read_text())
+        args.output.with_suffix(".md").write_text(markdown(data["records"], data["meta"]))
+        return 0
+    if args.out is not None:
+        args.output = args.out / OUTPUT.name
+    why = sass.missing_tools()
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    records = run(tuple(int(r) for r in args.rs.split(",")), tuple(args.dtypes.split(",")), args.only)
+    info = meta(argv)
+    info["seconds"] = round(time.perf_counter() - t0, 1)
+    if args.measured is not None:
+        info["measured"] = {"path": str(args.measured), "cells": add_measured(records, args.measured)}
+    if args.ncu_worst:
+        print(f"--ncu-worst {args.ncu_worst}: Nsight Compute runs are not implemented in bench.model yet")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.with_suffix(".json").write_text(json.dumps({"meta": info, "records": records}, indent=1) + "\n")
+    args.output.with_suffix(".md").write_text(markdown(records, info))
+    print(f"{len(records)} cells in {info['seconds']} s: wrote {args.output.with_suffix('.md')} and .json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

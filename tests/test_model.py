@@ -1,0 +1,161 @@
+"""The instruction model (bench/sass.py, bench/model.py): the SASS classifier on kernels of known
+content, the vote mirrors against the twins (bit for bit), the committed table's coverage, and its
+staleness (a few cells recomputed and compared; needs the model extra: NVRTC 13 and nvdisasm)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import gpu, model, sass
+from expansions.cpu import kernels as K
+from expansions.formats import group_width
+from expansions.generate import random_terms
+from paper_repro import collange2016
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "bench" / "results" / "model_sm90.json"
+
+
+def _tools_or_skip():
+    why = sass.missing_tools()
+    if why:
+        pytest.skip(f"model toolchain absent ({why})")
+
+
+def test_classify_opcodes():
+    assert sass.classify("DADD") == "fp64"
+    assert sass.classify("DFMA") == "fp64"
+    assert sass.classify("FADD") == "fp32"
+    assert sass.classify("SHFL.IDX") == "shfl"
+    assert sass.classify("VOTE.ANY") == "vote"
+    assert sass.classify("FSEL") == "select"
+    assert sass.classify("SEL") == "select"
+    assert sass.classify("IADD3") == "int"
+    assert sass.classify("BRA.DIV") == "branch"
+    assert sass.classify("BSSY") == "branch"
+    assert sass.classify("LDG.E.64.CONSTANT") == "memory"
+    assert sass.classify("STL.64") == "local"
+    assert sass.classify("WHATEVER") == "other"
+
+
+KNOWN = r"""
+namespace t {
+__global__ void one_dadd(const double* __restrict__ x, double* __restrict__ y) { y[0] = __dadd_rn(x[0], x[1]); }
+__global__ void one_fadd(const float* __restrict__ x, float* __restrict__ y) { y[0] = __fadd_rn(x[0], x[1]); }
+__global__ void one_shfl(const double* __restrict__ x, double* __restrict__ y) {
+    y[threadIdx.x] = __shfl_sync(0xffffffffu, x[threadIdx.x], 0);
+}
+}
+"""
+
+
+def test_counts_of_known_kernels():
+    _tools_or_skip()
+    f = sass.sass(KNOWN, ["t::one_dadd", "t::one_fadd", "t::one_shfl"])
+    dadd = sass.counts(f["t::one_dadd"].instructions)
+    assert dadd["fp64"] == 1 and dadd["fp32"] == 0 and dadd["shfl"] == 0 and dadd["vote"] == 0
+    assert [i.opcode for i in f["t::one_dadd"].instructions if i.cls == "fp64"] == ["DADD"]
+    assert [i.cls for i in f["t::one_dadd"].instructions if i.cls == "memory"].count("memory") >= 2  # loads, store
+    fadd = sass.counts(f["t::one_fadd"].instructions)
+    assert fadd["fp32"] == 1 and fadd["fp64"] == 0
+    shfl = sass.counts(f["t::one_shfl"].instructions)
+    assert shfl["shfl"] == 2, "a float64 shuffle is two 32-bit SHFL"
+    assert shfl["fp64"] == 0
+    assert not sass.loops(f["t::one_dadd"])
+
+
+@pytest.mark.parametrize("R", [4, 8])
+def test_trip_counts_read_from_the_code(R):
+    """The multiplication's loop over y_i runs R - 1 steps, its propagate loops are bounded by R, and
+    the benchmark's K loop has no compile-time count."""
+    _tools_or_skip()
+    name = gpu.name_expression("best", "mul", "parallel", "float64", R)
+    f = sass.sass(gpu._source(), [name])[name]
+    head, latch = sass.steady_loop(f, "best")
+    inner = [lp for lp in sass.loops(f) if head < lp[0] and lp[1] < latch]
+    assert sorted(sass.counted_trips(f, lp) for lp in inner) == [R - 1, R, R]
+    with pytest.raises(sass.ModelError):
+        sass.counted_trips(f, (head, latch))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("R", [3, 4, 8])
+def test_vote_mirrors_return_the_twins_bits(R, dtype):
+    x = random_terms((256,), R, dtype, seed=11)
+    y = random_terms((256,), R, dtype, seed=12)
+    G = 32 // group_width(R)
+    with np.errstate(all="ignore"):
+        votes = model.Votes(G)
+        np.testing.assert_array_equal(model.add_fast_votes(x, y, R, votes), K.add_fast(x, y, R))
+        assert votes.matrix(256 // G).shape[0] == 256 // G
+        votes = model.Votes(G)
+        p = model.mul_truncated_votes(x, y, R, votes)
+        np.testing.assert_array_equal(p, K.mul_truncated(x, y, R))
+        m = votes.matrix(256 // G)
+        # every propagate loop of every step votes at least once per warp
+        assert ((m >= 0).sum(axis=1) >= 2 * (R - 1)).all()
+        np.testing.assert_array_equal(model.renormalize_votes(p, R, model.Votes(G)), K.renormalize(p, R))
+
+
+def _committed():
+    if not COMMITTED.exists():
+        pytest.skip("bench/results/model_sm90.json not generated (python -m bench.model)")
+    return json.loads(COMMITTED.read_text())
+
+
+def test_committed_table_covers_every_cell():
+    data = _committed()
+    have = {(r["kernel"], r["dtype"], r["R"]) for r in data["records"]}
+    want = {(c["kernel"], c["dtype"], c["R"]) for c in model.cells()}
+    assert want <= have
+    for r in data["records"]:
+        parallel = r["op"] in ("add_safe", "sub_safe", "add_fast", "sub_fast", "mul_truncated", "SafeAdd",
+                               "FastAdd", "TruncMul")
+        if parallel:
+            assert "not_modeled" not in r, (r["kernel"], r.get("not_modeled"))
+        if "not_modeled" not in r:
+            assert set(r["bound"]) == set(model.DEVICES)
+            assert all(b["mops"] > 0 for b in r["bound"].values())
+    for key in ("nvrtc", "nvdisasm", "date", "commit", "command"):
+        assert data["meta"][key]
+
+
+#: Cells recomputed by the staleness check: a straight-line kernel, the fast addition's unrolled
+#: data-dependent loop, the multiplication's nested loops, and a library kernel (grid-stride loop).
+STALENESS = [("bench::best<bench::SafeAdd, double, 2>", "float64", 2),
+             ("bench::best<bench::FastAdd, float, 4>", "float32", 4),
+             ("bench::best<bench::TruncMul, double, 3>", "float64", 3),
+             ("expansions::add_safe<double, 4, 4, 4>", "float64", 4)]
+
+
+@pytest.mark.parametrize("kernel,dtype,R", STALENESS)
+def test_committed_table_is_current(kernel, dtype, R):
+    _tools_or_skip()
+    data = _committed()
+    if (data["meta"]["nvrtc"], data["meta"]["nvdisasm"]) != (sass.nvrtc_version(), sass.nvdisasm_version()):
+        pytest.skip(f"the table was made with NVRTC {data['meta']['nvrtc']} / nvdisasm {data['meta']['nvdisasm']}, "
+                    f"this machine has {sass.nvrtc_version()} / {sass.nvdisasm_version()}")
+    old = next(r for r in data["records"] if (r["kernel"], r["dtype"], r["R"]) == (kernel, dtype, R))
+    (new,) = [r for r in model.run((R,), (dtype,), only=kernel, progress=False) if r["kernel"] == kernel]
+    assert new["instructions_per_op"] == pytest.approx(old["instructions_per_op"], rel=1e-12), \
+        "bench/results/model_sm90 is stale: rerun python -m bench.model"
+    for d in model.DEVICES:
+        assert new["bound"][d]["mops"] == pytest.approx(old["bound"][d]["mops"], rel=1e-12)
+        assert new["bound"][d]["binding"] == old["bound"][d]["binding"]
+
+
+def test_paper_tables_show_the_committed_bound():
+    data = _committed()
+    bounds = collange2016.model_bounds()
+    rec = next(r for r in data["records"] if r["kernel"] == "bench::best<bench::SafeAdd, double, 4>")
+    assert bounds[("I", 4, "safe")] == rec["bound"]["H100 SXM"]["mops"]
+    algs = collange2016.ALGORITHMS
+    records = [{"table": t, "R": R, "algorithm": a, "paper_mops_k40": None}
+               for t, (op, _) in collange2016.TABLES.items() for R in collange2016.RS for a in algs[op]]
+    text = collange2016.markdown(records, "test")
+    assert text.count("(model bound, H100 SXM)") == len(collange2016.ALGORITHMS["add"]) + len(
+        collange2016.ALGORITHMS["mul"])
