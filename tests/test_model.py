@@ -5,6 +5,7 @@ staleness (a few cells recomputed and compared; needs the model extra: NVRTC 13 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,11 @@ COMMITTED = ROOT / "bench" / "results" / "model_sm90.json"
 
 
 def _tools_or_skip():
+    """Skip without the model's toolchain; fail instead where EXPANSIONS_REQUIRE_MODEL=1 (CI's model
+    environment), so that a broken install cannot pass as a skip."""
     why = sass.missing_tools()
+    if why and os.environ.get("EXPANSIONS_REQUIRE_MODEL") == "1":
+        pytest.fail(f"model toolchain absent ({why}) although EXPANSIONS_REQUIRE_MODEL=1")
     if why:
         pytest.skip(f"model toolchain absent ({why})")
 
