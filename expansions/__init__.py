@@ -16,6 +16,25 @@ pure-Python exact reference checks both and the proven error bounds.
 from . import bounds, formats, linalg, numpy_protocol  # noqa: F401 - numpy_protocol and linalg register NumPy functions
 from .arraytype import ExpansionArray
 from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros
+from .elementary import (
+    acos,
+    asin,
+    atan,
+    atan2,
+    cos,
+    cosh,
+    exp,
+    expm1,
+    log,
+    log1p,
+    log2,
+    log10,
+    pow,
+    sin,
+    sinh,
+    tan,
+    tanh,
+)
 from .elementwise import (
     ceil,
     clip,
@@ -76,6 +95,23 @@ from .statistics import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "acos",
+    "asin",
+    "atan",
+    "atan2",
+    "cos",
+    "cosh",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "pow",
+    "sin",
+    "sinh",
+    "tan",
+    "tanh",
     "ExpansionArray",
     "FLOAT32",
     "FLOAT64",
