@@ -642,8 +642,7 @@ def tan(x, R):
 
 
 def _constant_rows(name, x, R, sign):
-    out = _const(name, x.shape[0], working_terms(R), x.dtype) * sign[:, None]
-    return out
+    return _const(name, x.shape[0], working_terms(R), x.dtype) * sign.astype(x.dtype)[:, None]
 
 
 def atan(x, R):
