@@ -154,8 +154,8 @@ def hard_arguments(name, R, dt):
         "log10": [1, 10, 1000, 0.1, 1e22 if fmt.p == 53 else 1e10, tiny, 2.0**fmt.emax],
         "sin": [0, tiny, big, -big, 2.0 ** (fmt.emax - 23), 1e22 if fmt.p == 53 else 1e20, *near_pi],
         "atan": [0, 1, -1, tiny, 2.0**60, -(2.0**60), lambda: mpmath.tan(1), 2.0 ** (fmt.emax - 1)],
-        "asin": [0, 1, -1, 0.5, tiny, lambda: mpmath.sin(mpmath.mpf(1) / 2), lambda: 1 - mpmath.mpf(2) ** -(fmt.p * R // 2),
-                 lambda: -1 + mpmath.mpf(2) ** -(fmt.p * R // 2)],
+        "asin": [0, 1, -1, 0.5, tiny, lambda: mpmath.sin(mpmath.mpf(1) / 2),
+                 lambda: 1 - mpmath.mpf(2) ** -(fmt.p * R // 2), lambda: -1 + mpmath.mpf(2) ** -(fmt.p * R // 2)],
         "sinh": [0, tiny, 2.0**-60, 0.5, -0.5, hi, -hi, hi + 0.6, 20, -20],
         "tanh": [0, tiny, 2.0**-60, 0.5, -0.5, 20, -20, 400, -400],
     }
