@@ -97,11 +97,11 @@ def cmd_verify_elementary(args) -> int:
             print(f"verify: unknown function {name!r}; choose from {', '.join(verify_elementary.FUNCTIONS)}",
                   file=sys.stderr)
             return 2
-    large = args.large_samples or None
-    rows = verify_elementary.run(_ints(args.terms), _strs(args.dtype), names, args.samples, args.seed, large,
+    by_terms = {int(k): int(v) for k, v in (item.split(":") for item in _strs(args.samples_by_terms))}
+    rows = verify_elementary.run(_ints(args.terms), _strs(args.dtype), names, args.samples, args.seed, by_terms,
                                  progress=not args.no_progress)
     header = {"command": "python -m expansions verify " + " ".join(sys.argv[2:]), "samples": args.samples,
-              "samples_R_ge_8": large or args.samples, "seed": args.seed, "backend": "cpu (NumPy twins)"}
+              "samples_by_terms": by_terms, "seed": args.seed, "backend": "cpu (NumPy twins)"}
     header.update(environment())
     print(verify_elementary.markdown(rows, header))
     if args.out:
@@ -158,8 +158,9 @@ def main(argv=None) -> int:
     v.add_argument("--elementary", action="store_true",
                    help="verify the elementary functions against mpmath instead (expansions.verify_elementary)")
     v.add_argument("--functions", default="", help="with --elementary: comma-separated functions (default: all)")
-    v.add_argument("--large-samples", type=int, default=0,
-                   help="with --elementary: random cases per row for R >= 8 (default: --samples)")
+    v.add_argument("--samples-by-terms", default="",
+                   help="with --elementary: random cases per row for some R, e.g. '8:3000,16:1000,32:300' "
+                        "(the others: --samples)")
     args = ap.parse_args(argv)
     return {"info": cmd_info, "verify": cmd_verify}[args.cmd](args)
 

@@ -25,7 +25,7 @@ Algorithms (the bounds are empirical: :data:`expansions.bounds.ELEMENTARY`, meas
   iteration on expm1, y <- y + (f - expm1(y)) / (1 + expm1(y)), which keeps the relative accuracy
   near 1 (Brent and Zimmermann, section 4.2: Newton on the inverse function), with the number of
   terms doubling at each step (2, 4, 8, ..., W, W); log = log(m) + e ln2.  log1p: the same with
-  f = x when |x| < 1/2; log2 = e + log(m)/ln2 (exact at powers of two); log10 = log x / ln 10.
+  f = x when |x| <= 1/4; log2 = e + log(m)/ln2 (exact at powers of two); log10 = log x / ln 10.
 * pow(x, y) = exp(y log |x|) with the signs and special cases of IEEE 754 pow; integer exponents
   also by binary powering (:func:`expansions.elementwise.power`).
 * sin, cos, tan: reduction modulo pi/2 by a Payne–Hanek method on each term (:func:`_reduce_half_pi`,
@@ -265,7 +265,8 @@ def _expm1_w(x):
 
 
 def _log1p_newton(f):
-    """log1p(f) for |f| <= 1/2 (w terms) by Newton's iteration on expm1, terms doubling."""
+    """log1p(f) for -0.29 <= f <= 0.42 (w terms; |log1p f| <= 0.35) by Newton's iteration on expm1,
+    terms doubling."""
     n_rows, w = f.shape
     dt = f.dtype
     y = _float_col(np.log1p(f[:, 0]), 1, dt)
@@ -295,9 +296,10 @@ def _log_w(x):
 
 
 def _log1p_w(x):
-    """log1p of finite x > -1: Newton on x itself for |x| <= 1/2, log(1 + x) beyond."""
+    """log1p of finite x > -1: Newton on x itself for |x| <= 1/4 (so that |log1p x| <= 0.29 stays in
+    the range of :func:`_expm1_small`), log(1 + x) beyond (1 + x exact for x >= -1/2)."""
     w = x.shape[1]
-    small = np.abs(x[:, 0]) <= 0.5
+    small = np.abs(x[:, 0]) <= 0.25
     a = _rows(small, _log1p_newton, x)
     b = _rows(~small, lambda v: _log_w(_add(v, _const_one(v.shape[0], w, v.dtype))), x)
     return np.where(small[:, None], a, b)
@@ -426,19 +428,34 @@ def _atan_w(x):
     return out
 
 
+def _lift(d):
+    """k >= 0 per row with d 2^(2k) of order 1 (an exact scaling up): a small exact difference such as
+    1 - x is lifted before it enters a product or a quotient, whose rounded result would otherwise
+    keep only the bits above the underflow threshold (a relative loss of 2^(2k) near the floor)."""
+    return np.maximum(-leading_exponent(d[:, 0]) // 2, 0).astype(np.int32)
+
+
 def _asin_w(x):
-    """asin of finite x with |x| < 1: sign(x) atan(|x| / sqrt((1 - |x|)(1 + |x|))) (odd bitwise)."""
+    """asin of finite x with |x| < 1: sign(x) atan(|x| / sqrt((1 - |x|)(1 + |x|))) (odd bitwise),
+    1 - |x| lifted by 2^(2k) (:func:`_lift`) and the quotient scaled back by 2^k."""
     one = _const_one(x.shape[0], x.shape[1], x.dtype)
     neg = x[:, :1] < 0
     ax = np.where(neg, -x, x)
-    a = _atan_w(_div(ax, _sqrt(_mul(_add(one, -ax), _add(one, ax)))))
+    d = _add(one, -ax)
+    k = _lift(d)
+    z = _div(ax, _sqrt(_mul(_scale(d, 2 * k), _add(one, ax))))
+    a = _atan_w(_scale(z, k))
     return np.where(neg, -a, a)
 
 
 def _acos_w(x):
-    """acos of finite x with -1 < x <= 1: 2 atan(sqrt((1 - x) / (1 + x)))."""
+    """acos of finite x with -1 < x <= 1: 2 atan(sqrt((1 - x) / (1 + x))), 1 - x lifted by 2^(2k)
+    (:func:`_lift`) and the square root scaled back by 2^-k."""
     one = _const_one(x.shape[0], x.shape[1], x.dtype)
-    return _atan_w(_sqrt(_div(_add(one, -x), _add(one, x)))) * x.dtype.type(2)
+    d = _add(one, -x)
+    k = _lift(d)
+    t = _scale(_sqrt(_div(_scale(d, 2 * k), _add(one, x))), -k)
+    return _atan_w(t) * x.dtype.type(2)
 
 
 def _atan2_w(y, x):
