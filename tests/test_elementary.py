@@ -12,6 +12,7 @@ import pytest
 
 import expansions as ex
 from expansions import bounds
+from expansions.__main__ import main
 from expansions.cpu import elementary as E
 from expansions.formats import format_of
 from expansions.reference.exact import exact_rows, round_to_expansion, to_floats
@@ -244,3 +245,11 @@ def test_bad_input():
         np.exp2(x)
     with pytest.raises(ValueError, match="unknown elementary function"):
         bounds.elementary("gamma", 2, "float64")
+
+
+def test_verify_elementary_command(capsys):
+    """A short run of `python -m expansions verify --elementary` (the full one: paper_repro/results)."""
+    rc = main(["verify", "--elementary", "--terms", "2", "--dtype", "float64,float32", "--functions", "exp,sin,atan2",
+               "--samples", "40", "--no-progress"])
+    text = capsys.readouterr().out
+    assert rc == 0 and text.count("| exp | 2 |") == 2 and "| atan2 | 2 | float32 | 40 |" in text

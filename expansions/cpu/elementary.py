@@ -459,7 +459,7 @@ def _acos_w(x):
 
 
 def _atan2_w(y, x):
-    """atan2 of finite y, x, not both zero (IEEE 754 quadrants; signed zeros)."""
+    """atan2 of finite y, x with y != 0 (the zeros are special values of :func:`atan2`)."""
     n_rows, w = x.shape
     dt = x.dtype
     y0, x0 = y[:, 0], x[:, 0]
@@ -477,11 +477,7 @@ def _atan2_w(y, x):
 
     a = _rows(flat, near_x_axis, y, x)
     b = _rows(~flat, near_y_axis, y, x)
-    out = np.where(flat[:, None], a, b)
-    zero_y = (y0 == 0) & (x0 > 0)
-    out[zero_y] = 0
-    out[zero_y, 0] = y0[zero_y]
-    return out
+    return np.where(flat[:, None], a, b)
 
 
 # ----------------------------------------------------------------------------------------------
