@@ -310,3 +310,41 @@ def write(rows, header, out_dir):
     data = {"header": header, "rows": [asdict(r) for r in rows]}
     (out / "elementary.json").write_text(json.dumps(data, indent=1, default=str))
     return out
+
+
+def summary(out_dir) -> str:
+    """The README's table from a run's elementary.json: per function, the largest error (random and
+    hard cases) over the rows whose unit is u_R, per dtype, and over the floor-limited rows, with the
+    rows' R values.  ``python -m expansions.verify_elementary <dir>`` writes it to <dir>/summary.md."""
+    data = json.loads((pathlib.Path(out_dir) / "elementary.json").read_text())
+    rows = [Row(**r) for r in data["rows"]]
+    groups = [("float64", "u_R"), ("float32", "u_R"), (None, "floor")]
+    heads = []
+    for dt, unit in groups:
+        Rs = sorted({r.R for r in rows if r.unit == unit and (dt is None or r.dtype == dt)})
+        kinds = sorted({r.dtype for r in rows if r.unit == unit and (dt is None or r.dtype == dt)})
+        heads.append(f"{'/'.join(kinds)} R = {','.join(map(str, Rs))} ({unit})")
+    lines = ["| function | " + " | ".join(heads) + " | random cases per row | violations |",
+             "|---|" + "---|" * (len(groups) + 2)]
+    for name in FUNCTIONS:
+        cells = []
+        for dt, unit in groups:
+            sel = [r for r in rows if r.function == name and r.unit == unit and (dt is None or r.dtype == dt)]
+            worst = max((max(r.max_error_units, r.max_error_hard_units) for r in sel), default=None)
+            bound = max((r.bound_units for r in sel), default=None)
+            cells.append("-" if worst is None else f"{_fmt(worst)} (bound {_fmt(bound)})")
+        mine = [r for r in rows if r.function == name]
+        if not mine:
+            continue
+        counts = sorted({r.random_cases for r in mine}, reverse=True)
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {', '.join(map(str, counts))} | "
+                     f"{sum(r.violations for r in mine)} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    target = pathlib.Path(sys.argv[1])
+    (target / "summary.md").write_text(summary(target))
+    print(summary(target))
