@@ -17,13 +17,16 @@ Algorithms (the bounds are empirical: :data:`expansions.bounds.ELEMENTARY`, meas
 * exp: x = k ln2 + r, |r| <= ln2/2 (Cody and Waite's additive reduction, ln2 to W terms); expm1 of
   r 2^-s by its Taylor series (n terms), then s doublings expm1(2a) = 2 expm1(a) + expm1(a)^2 (the
   reduction by 2^k and squaring of Hida, Li and Bailey's QD library, in the expm1 form that keeps the
-  relative accuracy, Muller, "Elementary Functions", 3rd ed., 2016, sections 6.1 and 11.3);
+  relative accuracy; Muller, "Elementary Functions: Algorithms and Implementation", 3rd ed., 2016,
+  chapter 11 on range reduction);
   exp = (1 + expm1(r)) 2^k.  s and n are chosen per (W, format) by :func:`_exp_plan` to minimize the
   number of operations under the truncation error 2^-(bits + 4) (Brent and Zimmermann, "Modern
-  Computer Arithmetic", 2010, section 4.3.1: reduce the argument by 2^s, O(sqrt(bits)) terms).
+  Computer Arithmetic", 2010, chapter 4: argument reduction by 2^s, then O(sqrt(bits)) terms).  A row
+  whose r is already small takes fewer halvings (:func:`_halvings`), so that r 2^-s does not fall
+  below the underflow threshold.
 * log: x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = log1p(f), f = m - 1 exact, by Newton's
   iteration on expm1, y <- y + (f - expm1(y)) / (1 + expm1(y)), which keeps the relative accuracy
-  near 1 (Brent and Zimmermann, section 4.2: Newton on the inverse function), with the number of
+  near 1 (Brent and Zimmermann, chapter 4: Newton's method on the inverse function), with the number of
   terms doubling at each step (2, 4, 8, ..., W, W); log = log(m) + e ln2.  log1p: the same with
   f = x when |x| <= 1/4; log2 = e + log(m)/ln2 (exact at powers of two); log10 = log x / ln 10.
 * pow(x, y) = exp(y log |x|) with the signs and special cases of IEEE 754 pow; integer exponents
@@ -31,11 +34,11 @@ Algorithms (the bounds are empirical: :data:`expansions.bounds.ELEMENTARY`, meas
 * sin, cos, tan: reduction modulo pi/2 by a Payne–Hanek method on each term (:func:`_reduce_half_pi`,
   with 2/pi to (emax + W p) bits: sin(1e300) is correct), then sin and 1 - cos of r 2^-s by their
   Taylor series and s doublings sin 2a = 2 sin a (1 - versin a), versin 2a = 2 sin^2 a (versin =
-  1 - cos, which keeps the relative accuracy; Muller section 11.3); tan = sin / cos.
+  1 - cos, which keeps the relative accuracy); tan = sin / cos.
 * atan: |x| > 1 by atan x = sign(x) pi/2 - atan(1/x); then Newton's iteration on tan,
-  y <- y + cos y (x cos y - sin y) (Brent and Zimmermann, section 4.2.5), terms doubling per step.
+  y <- y + cos y (x cos y - sin y) (Newton on the inverse function again), terms doubling per step.
   atan2 by the quadrant rules of IEEE 754; asin x = atan(x / sqrt((1 - x)(1 + x))),
-  acos x = 2 atan(sqrt((1 - x) / (1 + x))).
+  acos x = 2 atan(sqrt((1 - x) / (1 + x))), with 1 - x lifted by a power of two (:func:`_lift`).
 * sinh, cosh: (e^|x| 2^-1 -+ e^-|x| 2^-1) from the exp reduction (no overflow before the result
   overflows); sinh x for |x| <= 1/2 as e (e + 2) / (2 (e + 1)) with e = expm1 x.
   tanh |x| = -e / (2 + e) with e = expm1(-2|x|).
@@ -43,7 +46,8 @@ Algorithms (the bounds are empirical: :data:`expansions.bounds.ELEMENTARY`, meas
 Special values follow IEEE 754 and the library's non-finite rule (:func:`nonfinite_epilogue`): an
 operand with a non-finite term gives (w, 0, ..., 0), w the IEEE result of the leading terms (NaN
 where the leading term is finite); a domain error gives NaN; an overflowing result gives ±inf.
-Every loop has a bound fixed by (R, format): nothing depends on the data.
+Every loop has a bound fixed by (R, format); the only data-dependent count, the halvings per row,
+is at most the plan's s.
 
 GPU.  A kernel mirroring these twins needs: the group add/mul/renorm/Newton device functions at W
 terms (already there), the constants of :mod:`expansions.cpu.constants` in constant memory (the
