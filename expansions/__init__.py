@@ -17,6 +17,25 @@ from . import bounds, formats, linalg, numpy_protocol  # noqa: F401 - numpy_prot
 from .arraytype import ExpansionArray
 from .backends import set_cpu_backend
 from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros
+from .elementary import (
+    acos,
+    asin,
+    atan,
+    atan2,
+    cos,
+    cosh,
+    exp,
+    expm1,
+    log,
+    log1p,
+    log2,
+    log10,
+    pow,
+    sin,
+    sinh,
+    tan,
+    tanh,
+)
 from .elementwise import (
     ceil,
     clip,
@@ -77,6 +96,23 @@ from .statistics import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "acos",
+    "asin",
+    "atan",
+    "atan2",
+    "cos",
+    "cosh",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "pow",
+    "sin",
+    "sinh",
+    "tan",
+    "tanh",
     "ExpansionArray",
     "FLOAT32",
     "FLOAT64",

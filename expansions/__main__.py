@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, backends, verify
+from . import __version__, backends, verify, verify_elementary
 from . import formats as F
 from .backends import gpu_environment
 
@@ -89,7 +89,30 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_verify_elementary(args) -> int:
+    """``verify --elementary``: the elementary functions against mpmath (expansions.verify_elementary)."""
+    names = _strs(args.functions) if args.functions else list(verify_elementary.FUNCTIONS)
+    for name in names:
+        if name not in verify_elementary.FUNCTIONS:
+            print(f"verify: unknown function {name!r}; choose from {', '.join(verify_elementary.FUNCTIONS)}",
+                  file=sys.stderr)
+            return 2
+    by_terms = {int(k): int(v) for k, v in (item.split(":") for item in _strs(args.samples_by_terms))}
+    rows = verify_elementary.run(_ints(args.terms), _strs(args.dtype), names, args.samples, args.seed, by_terms,
+                                 progress=not args.no_progress)
+    header = {"command": "python -m expansions verify " + " ".join(sys.argv[2:]), "samples": args.samples,
+              "samples_by_terms": by_terms, "seed": args.seed, "backend": "cpu (NumPy twins)"}
+    header.update(environment())
+    print(verify_elementary.markdown(rows, header))
+    if args.out:
+        out = verify_elementary.write(rows, header, args.out)
+        print(f"wrote {out / 'elementary.md'} and {out / 'elementary.json'}")
+    return 1 if sum(r.violations for r in rows) else 0
+
+
 def cmd_verify(args) -> int:
+    if args.elementary:
+        return cmd_verify_elementary(args)
     gpu = gpu_environment().get("gpu_available", False)
     backend = args.backend
     if backend == "auto":
@@ -132,6 +155,12 @@ def main(argv=None) -> int:
                         "auto: cuda when CuPy sees a GPU, else cpu")
     v.add_argument("--out", default="", help="folder for verification.md and verification.json")
     v.add_argument("--no-progress", action="store_true")
+    v.add_argument("--elementary", action="store_true",
+                   help="verify the elementary functions against mpmath instead (expansions.verify_elementary)")
+    v.add_argument("--functions", default="", help="with --elementary: comma-separated functions (default: all)")
+    v.add_argument("--samples-by-terms", default="",
+                   help="with --elementary: random cases per row for some R, e.g. '8:3000,16:1000,32:300' "
+                        "(the others: --samples)")
     args = ap.parse_args(argv)
     return {"info": cmd_info, "verify": cmd_verify}[args.cmd](args)
 

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .formats import FLOAT32, FLOAT64, Format, tiny_format
+from .formats import FLOAT32, FLOAT64, Format, effective_bits, nominal_bits, tiny_format
 from .reference.fp import exact, ulp
 
 
@@ -395,3 +395,41 @@ def dot_underflow_term(n: int, R: int, fmt: Format) -> Fraction:
     :func:`sum_tree`): ``n * mul_underflow_term(R, fmt) * (1 + e)**h``."""
     grow = (1 + add_safe(R, fmt.p).value) ** _tree_height(n)
     return n * mul_underflow_term(R, fmt) * grow
+
+
+# ----------------------------------------------------------------------------------------------
+# elementary functions (expansions.cpu.elementary): stated bounds, EMPIRICAL (not proven)
+
+#: The elementary functions whose accuracy is stated by :func:`elementary`.
+ELEMENTARY = ("exp", "expm1", "log", "log1p", "log2", "log10", "pow", "sin", "cos", "tan", "atan", "atan2", "asin",
+              "acos", "sinh", "cosh", "tanh")
+
+
+def elementary_unit(R: int, fmt) -> Fraction:
+    """The relative unit of the elementary functions' accuracy: ``u_R = 2**-((p-1)R)``, or, where an
+    R-term expansion near 1 is limited by the underflow threshold (``R(p-1) + 1`` above
+    ``formats.effective_bits(R, fmt, 0)``: float32 from R = 7, float64 from R = 21), the format's floor
+    ``2**-(effective_bits - 1)`` (``2**-149`` for float32, ``2**-1074`` for float64)."""
+    fmt = _format(fmt)
+    return _pow2(-(effective_bits(R, fmt, 0) - 1))
+
+
+def elementary(name: str, R: int, fmt) -> Bound:
+    """Stated error bound of the elementary function ``name`` at R terms: EMPIRICAL, from the
+    measurements of ``python -m expansions verify --elementary`` (paper_repro/results/cpu-x86_64/
+    elementary/), not a proof.  The error of a result y of f(x) is measured in units of
+    ``max(elementary_unit(R, fmt) |f(x)|, eta, eta |f'(x)|)`` for tan (the reduced argument cannot be
+    nearer a pole than eta): where the unit is u_R (``R(p-1) + 1`` bits fit above the underflow
+    threshold) the stated bound is 8 units, the goal of issue 16 (about 3 bits lost); where the
+    format's floor limits the precision (float32 R >= 7, float64 R >= 21), every operation near the
+    floor loses up to R(R+1)/2 eta (:func:`mul_underflow_term`), and the stated bound is 256 units
+    of the floor, 2**15 for pow (exp(y log x): the floor's absolute error of y log x, up to 745 in
+    magnitude, becomes a relative error of the result)."""
+    if name not in ELEMENTARY:
+        raise ValueError(f"unknown elementary function {name!r}: one of {ELEMENTARY}")
+    fmt = _format(fmt)
+    nominal = nominal_bits(R, fmt) <= effective_bits(R, fmt, 0)
+    units = 8 if nominal else (2**15 if name == "pow" else 256)
+    return Bound(units * elementary_unit(R, fmt), "max(unit |f|, eta)",
+                 "empirical: python -m expansions verify --elementary", True,
+                 f"{units} units of {'u_R' if nominal else 'the underflow floor'}; not proven")

@@ -31,8 +31,8 @@ With R-term arithmetic (stated per function):
   division's error bound of an integer.
 - :func:`power` (``**``) with an integer exponent: binary powering with the library's truncated
   multiplication; a negative exponent takes the reciprocal (Newton) of the positive power.  Bound
-  :func:`power_bound`.  Expansion or non-integer exponents need ``pow``, which the library does not
-  have yet (TypeError).
+  :func:`power_bound`.  Expansion or non-integer exponents: :func:`expansions.pow` (exp(y log x),
+  :mod:`expansions.elementary`); ``**`` with such an exponent stays a TypeError.
 """
 
 from __future__ import annotations
