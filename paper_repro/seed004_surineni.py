@@ -21,7 +21,16 @@ every system of a family.
 * **Do-undo division** (4.3): ``x = (x * y_i) / y_i`` for i = 1..n, absolute error |x_n - x_0|, exact,
   for the thesis's four input configurations (x from (0, 10) or (0, 10^6), y likewise), largest over
   64 chains.
-* The exponential (4.4) waits for the library's elementary functions.
+* **The exponential** (4.4): ``exp`` on inputs drawn uniformly from (0.1, 1) and (1, 100), by the
+  system's library function (NumPy's ``exp`` for float and double, :func:`expansions.exp` for the
+  expansions, where the thesis used CUDA's built-in ``ex2``) and by Thall's Taylor series
+  (1 + x + x^2/2! + ..., each term the previous one times x / n, summed in the system's arithmetic,
+  until the latest term is at most ``eps`` times the partial sum, once n > x: eps = 1e-20 for
+  float-float and double-double, the thesis's tolerance, and the system's unit roundoff for the
+  others, 2^-(52R) for R terms.  The thesis's criterion (4) compares the term with 1e-20 exp(x.value)
+  instead, which stops at the first term for every x above about 46, where 1e-20 e^x > x).
+  Absolute error against mpmath at 4 R * 53 bits (the thesis: against GMP), the largest relative
+  error, and the loop counts n of the series (mean and standard deviation, the thesis's Table VIII).
 
 Times are CPU wall-clock seconds of the whole computation (median of 3), labelled as such: they
 compare the systems on this CPU and say nothing of a GPU's latencies.  The thesis's own statements,
@@ -47,6 +56,11 @@ SYSTEMS = {"float": "float32", "float-float": (2, "float32"), "double": "float64
            "R=4": (4, "float64"), "R=8": (8, "float64")}
 INTERVALS = (((0.1, 1.0), (1.0, 10.0)), ((1e-3, 1e-2), (1e2, 1e3)), ((1e-6, 1e-5), (1e5, 1e6)))
 DO_UNDO = (((0, 10), (0, 1e6)), ((0, 10), (0, 10)), ((0, 1e6), (0, 10)), ((0, 1e6), (0, 1e6)))
+EXP_RANGES = ((0.1, 1.0), (1.0, 100.0))
+#: Taylor series stopping criterion: the latest term below EPS times the partial sum (the thesis's 1e-20 for the pairs)
+EXP_EPS = {"float": 2.0 ** -24, "float-float": 1e-20, "double": 2.0 ** -53, "double-double": 1e-20,
+           "R=4": 2.0 ** -208, "R=8": 2.0 ** -416}
+EXP_MAX_TERMS = 1000
 
 
 def anchors_text() -> list[str]:
@@ -179,12 +193,80 @@ def study_do_undo(n: int, chains: int, seed: int) -> list[dict]:
     return rows
 
 
+def taylor_exp(system: str, x: np.ndarray):
+    """Thall's Taylor series of exp in the system's arithmetic, row by row until criterion (4):
+    (values, loop count n per input)."""
+    v = _lift(system, x)
+    eps = EXP_EPS[system]
+    x64 = x.astype(np.float64)
+    ones = ex.ones_like if isinstance(v, ex.ExpansionArray) else np.ones_like
+    term, total = ones(v), ones(v)
+    counts = np.zeros(x.shape, dtype=np.int64)
+    active = np.ones(x.shape, dtype=bool)
+    with np.errstate(all="ignore"):
+        for n in range(1, EXP_MAX_TERMS + 1):
+            term = term * v / float(n)
+            lead = term.terms[..., 0] if isinstance(term, ex.ExpansionArray) else term
+            total = ex.where(active, total + term, total) if isinstance(total, ex.ExpansionArray) else \
+                np.where(active, total + term, total)
+            counts += active
+            lead_sum = total.terms[..., 0] if isinstance(total, ex.ExpansionArray) else total
+            small = np.abs(np.asarray(lead, np.float64)) <= eps * np.abs(np.asarray(lead_sum, np.float64))
+            active &= ~(small & (n > x64)) & np.isfinite(np.asarray(lead, np.float64))
+            if not active.any():
+                break
+    return total, counts
+
+
+def library_exp(system: str, x: np.ndarray):
+    v = _lift(system, x)
+    with np.errstate(all="ignore"):
+        return np.exp(v) if isinstance(v, np.ndarray) else ex.exp(v)
+
+
+def study_exp(n: int, repeats: int, seed: int) -> list[dict]:
+    rows = []
+    for k, (lo, hi) in enumerate(EXP_RANGES):
+        xs = np.random.default_rng([seed, 44, k]).uniform(lo, hi, n)
+        for system in SYSTEMS:
+            x = xs.astype(_family_dtype(system))
+            bits = 4 * 53 * (SYSTEMS[system][0] if not isinstance(SYSTEMS[system], str) else 1)
+            with mpmath.workprec(max(bits, 256)):
+                ref = [mpmath.exp(mpmath.mpf(float(t))) for t in x]
+            for impl, f in (("library", library_exp), ("Taylor", taylor_exp)):
+                secs, out = _median_time(lambda f=f, system=system, x=x: f(system, x), repeats)
+                counts = None
+                if impl == "Taylor":
+                    out, counts = out
+                vals = _exact(out) if isinstance(out, ex.ExpansionArray) else [_exact(t) for t in out]
+                with mpmath.workprec(max(bits, 256)):
+                    abs_err, rel_err = [], []
+                    for q, r in zip(np.ravel(vals), ref):
+                        if not isinstance(q, Fraction):  # inf or NaN (float32's range ends at e^88.7)
+                            abs_err.append(float("inf"))
+                            rel_err.append(float("inf"))
+                            continue
+                        e = abs(mpmath.mpf(q.numerator) / q.denominator - r)
+                        abs_err.append(float(e))
+                        rel_err.append(float(e / r))
+                fin = np.isfinite(abs_err)  # float32's range ends at e^88.7: those are counted apart
+                row = {"range": (lo, hi), "system": system, "impl": impl, "n": n, "seconds": secs,
+                       "mean_abs_error": float(np.mean(np.asarray(abs_err)[fin])) if fin.any() else float("nan"),
+                       "max_rel_error": float(np.max(np.asarray(rel_err)[fin])) if fin.any() else float("nan"),
+                       "nonfinite": int(np.sum(~fin))}
+                if counts is not None:
+                    row.update(loop_mean=float(counts.mean()), loop_sd=float(counts.std()))
+                rows.append(row)
+    return rows
+
+
 def run(quick: bool = True, seed: int = 2017) -> dict:
     n_sum = 1 << 16 if quick else 1 << 20
     return {
         "summation": study_summation(n_sum, 1 if quick else 3, seed),
         "multiplication": study_multiplication(8 if quick else 14, 8 if quick else 32, 1, seed),
         "do_undo": study_do_undo(200 if quick else 10_000, 16 if quick else 64, seed),
+        "exp": study_exp(64 if quick else 2048, 1 if quick else 3, seed),
         "anchors": anchors_text(),
         "device": "cpu (CPU figures: wall-clock seconds on this machine's CPU)",
     }
@@ -211,6 +293,14 @@ def markdown(res: dict) -> str:
             "| x from | y from | system | iterations | largest error | s |", "|---|---|---|---|---|---|"]
     out += [f"| {r['x']} | {r['y']} | {r['system']} | {r['n']} | {r['max_abs_error']:.3g} | {r['seconds']:.3g} |"
             for r in res["do_undo"]]
+    out += ["", "### The exponential (library function and Taylor series; absolute error against mpmath)", "",
+            "| range | system | implementation | inputs | mean absolute error | largest relative error | "
+            "non-finite (overflow) | loop count n (mean / sd) | s |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in res.get("exp", []):
+        loops = f"{r['loop_mean']:.1f} / {r['loop_sd']:.1f}" if "loop_mean" in r else "-"
+        out.append(f"| {r['range'][0]:g}..{r['range'][1]:g} | {r['system']} | {r['impl']} | {r['n']} | "
+                   f"{r['mean_abs_error']:.3g} | {r['max_rel_error']:.3g} | {r['nonfinite']} | {loops} | "
+                   f"{r['seconds']:.3g} |")
     return "\n".join(out) + "\n"
 
 
