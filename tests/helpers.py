@@ -80,3 +80,19 @@ def nvrtc_available() -> bool:
         return True
     except Exception:
         return False
+
+
+def emulated_library(text: str, directory, name: str = "emu"):
+    """g++ compiles ``text`` (kernel sources with ``#include "emu.h"`` and ``extern "C"`` launchers)
+    against the warp emulator (tests/emulation) into a shared library, loaded with ctypes.  Every
+    operation is the one the GPU performs: no contraction, no fast math."""
+    import ctypes
+    import subprocess
+    from pathlib import Path
+
+    src, so = Path(directory) / f"{name}.cpp", Path(directory) / f"lib{name}.so"
+    src.write_text(text)
+    cmd = ["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
+           "-Wno-unknown-pragmas", f"-I{Path(__file__).resolve().parent / 'emulation'}", str(src), "-o", str(so)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return ctypes.CDLL(str(so))

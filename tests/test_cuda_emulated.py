@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import emulated_library
 
 from expansions.baselines import cpu as baseline_twin
 from expansions.cpu import kernels as twin
@@ -73,13 +73,7 @@ def lib(tmp_path_factory):
             f"{i.name_expression}(x, o, n)"
         lines.append(f'extern "C" void {symbol(i)}(const {ct}* x, const {ct}* y, {ct}* o, long long n, '
                      f"unsigned g, unsigned bl) {{ emu::launch(g, bl, [=]{{ {call}; }}); }}")
-    d = tmp_path_factory.mktemp("emu")
-    src, so = d / "emu_kernels.cpp", d / "libemu.so"
-    src.write_text("\n".join(lines) + "\n")
-    cmd = ["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
-           "-Wno-unknown-pragmas", f"-I{HERE / 'emulation'}", str(src), "-o", str(so)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    return ctypes.CDLL(str(so))
+    return emulated_library("\n".join(lines) + "\n", tmp_path_factory.mktemp("emu"))
 
 
 def run(lib, inst, x, y, grid, block):

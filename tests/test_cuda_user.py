@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import nvrtc_available
+from helpers import emulated_library, nvrtc_available
 
 from expansions import cuda
 from expansions.baselines import cpu as certified
@@ -133,13 +132,7 @@ def lib(tmp_path_factory):
                 lines.append(f'extern "C" void {_symbol(dtype, R, op)}(const {ct}* x, const {ct}* y, {ct}* o, '
                              f"long long n, unsigned g, unsigned bl) {{ emu::launch(g, bl, [=]{{ "
                              f"user_op<{ct}, {R}, {k}>(x, y, o, n); }}); }}")
-    d = tmp_path_factory.mktemp("emu_user")
-    src, so = d / "user.cpp", d / "libuser.so"
-    src.write_text("\n".join(lines) + "\n")
-    cmd = ["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
-           "-Wno-unknown-pragmas", f"-I{HERE / 'emulation'}", str(src), "-o", str(so)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    return ctypes.CDLL(str(so))
+    return emulated_library("\n".join(lines) + "\n", tmp_path_factory.mktemp("emu_user"), "user")
 
 
 def run(lib, dtype, R, op, x, y, grid=2, block=64):
@@ -255,13 +248,9 @@ def test_example_kernel_in_emulator_equals_its_twin(tmp_path):
         pytest.skip("g++ is needed to build the warp emulator")
     ex_mod = _example()
     R, threads, per = 4, 64, 7
-    src, so = tmp_path / "leibniz.cpp", tmp_path / "libleibniz.so"
-    src.write_text('#include "emu.h"\n' + U._inline(ex_mod.KERNEL) +
-                   f'\nextern "C" void run(double* o, long long t, long long m) {{ emu::launch(1, {threads}, '
-                   f"[=]{{ leibniz<{R}>(o, t, m); }}); }}\n")
-    subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fPIC", "-shared", "-Wno-unknown-pragmas",
-                    f"-I{HERE / 'emulation'}", str(src), "-o", str(so)], check=True, capture_output=True)
-    lib = ctypes.CDLL(str(so))
+    lib = emulated_library('#include "emu.h"\n' + U._inline(ex_mod.KERNEL) +
+                           f'\nextern "C" void run(double* o, long long t, long long m) {{ emu::launch(1, {threads}, '
+                           f"[=]{{ leibniz<{R}>(o, t, m); }}); }}\n", tmp_path, "leibniz")
     out = np.zeros((threads, R))
     lib.run(out.ctypes.data_as(ctypes.c_void_p), ctypes.c_longlong(threads), ctypes.c_longlong(per))
     want = ex_mod.leibniz_twin(threads, per, R)
