@@ -55,6 +55,7 @@ from .manipulation import (
     zeros_like,
 )
 from .operations import absolute, add, div, mul, negative, reciprocal, renormalize, sqrt, sub
+from .programs import FuseError, fuse
 from .reduce import (
     dot,
     matmul,
@@ -107,6 +108,8 @@ __all__ = [
     "from_terms",
     "full",
     "full_like",
+    "fuse",
+    "FuseError",
     "isfinite",
     "isinf",
     "isnan",

@@ -1,0 +1,77 @@
+"""Programs: a function of expansions traced once and run as one routine (``expansions.fuse``).
+
+:func:`fuse` traces the user's function into a graph of the library's operations
+(:mod:`expansions.programs.trace`) the first time it sees a combination of argument formats, ranks
+and scalar values, and caches it; each call then runs the graph's plan (:mod:`expansions.programs.cpu`)
+on the arguments.  The result is bit-identical to calling the function on the ExpansionArrays
+directly, op by op.  :func:`cuda_source` gives the graph as one CUDA kernel
+(:mod:`expansions.programs.cuda`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..arraytype import ExpansionArray
+from ..backends import for_device
+from .cpu import Plan
+from .trace import FuseError, Tracer, argument_key, trace
+
+__all__ = ["fuse", "FuseError", "Tracer", "Program"]
+
+#: Plans by (graph signature, output structure, device, backend name): the compiled programs.
+_PLANS: dict = {}
+
+
+class Program:
+    """A fused function: ``Program(fn)(*args)`` runs ``fn`` traced (see :func:`fuse`)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self._traces: dict = {}
+        functools.update_wrapper(self, fn)
+
+    def trace(self, *args):
+        """(graph, outputs) of the function for these arguments (cached by :func:`argument_key`)."""
+        key = tuple(argument_key(a) for a in args)
+        if key not in self._traces:
+            self._traces[key] = trace(self.fn, args)
+        return self._traces[key]
+
+    def plan(self, *args) -> Plan:
+        graph, (_, items) = self.trace(*args)
+        devices = {a.device for a in args if isinstance(a, ExpansionArray)}
+        if len(devices) > 1:
+            raise ValueError(f"operands on different devices: {sorted(devices)}")
+        device = devices.pop() if devices else "cpu"
+        outputs = tuple(("node", v) if kind == "node" else ("value", v) for kind, v in items)
+        out_key = tuple((kind, v if kind == "node" else id(v)) for kind, v in items)
+        key = (graph.signature(), out_key, device, for_device(device).name)
+        if key not in _PLANS:
+            _PLANS[key] = Plan(graph, outputs, device)
+        return _PLANS[key]
+
+    def __call__(self, *args):
+        graph, (many, _) = self.trace(*args)
+        items = self.plan(*args)(args)
+        return tuple(items) if many == "tuple" else items[0]
+
+
+def fuse(fn=None):
+    """``expansions.fuse(fn)`` or ``@expansions.fuse``: ``fn`` traced into a program of the library's
+    operations and run as one planned routine, with results bit-identical to ``fn`` op by op.
+
+    ``fn`` takes ExpansionArrays and float or boolean arrays (traced: they may change between calls
+    with the same formats and ranks), and Python or NumPy scalars (constants of the program: a new
+    value traces again); it may use ``+ - * /``, comparisons, unary ``-``, ``abs``,
+    :func:`expansions.add`/``sub``/``mul``/``div`` with ``method=``, ``renormalize=``, ``terms=``,
+    ``dtype=``, :func:`expansions.sqrt`, :func:`expansions.reciprocal`, :func:`expansions.where`, and
+    the NumPy ufuncs of these; it returns a traced value or a tuple of them.  The function is traced
+    once per combination of argument formats, ranks and scalars: Python code in it runs then, not at
+    every call (values it reads from outside are captured then).  Anything else (Python control flow
+    on a traced value, another function, indexing) raises :class:`FuseError` naming the construct and
+    the source line.
+    """
+    if fn is None:
+        return fuse
+    return Program(fn)
