@@ -4,7 +4,7 @@
 (:mod:`expansions.programs.trace`) the first time it sees a combination of argument formats, ranks
 and scalar values, and caches it; each call then runs the graph's plan (:mod:`expansions.programs.cpu`)
 on the arguments.  The result is bit-identical to calling the function on the ExpansionArrays
-directly, op by op.  :func:`cuda_source` gives the graph as one CUDA kernel
+directly, op by op.  On cuda arrays the graph runs as one generated CUDA kernel
 (:mod:`expansions.programs.cuda`).
 """
 
@@ -15,6 +15,7 @@ import functools
 from ..arraytype import ExpansionArray
 from ..backends import for_device
 from .cpu import Plan
+from .cuda import KernelPlan, cupy_launch
 from .trace import FuseError, Tracer, argument_key, trace
 
 __all__ = ["fuse", "FuseError", "Tracer", "Program"]
@@ -48,7 +49,8 @@ class Program:
         out_key = tuple((kind, v if kind == "node" else id(v)) for kind, v in items)
         key = (graph.signature(), out_key, device, for_device(device).name)
         if key not in _PLANS:
-            _PLANS[key] = Plan(graph, outputs, device)
+            _PLANS[key] = KernelPlan(graph, outputs, device, cupy_launch) if device == "cuda" else \
+                Plan(graph, outputs, device)
         return _PLANS[key]
 
     def __call__(self, *args):

@@ -150,7 +150,24 @@ class Plan:
             return ExpansionArray(v)
         return bool(v) if own == () else v
 
+    def shapes(self, args) -> dict:
+        """The shape of every node, broadcast operation by operation as op by op does (a ValueError
+        where two operands do not broadcast, also in operations whose results are not returned)."""
+        shapes = {}
+        for j, n in enumerate(self.graph.nodes):
+            if n.op in ("input", "const"):
+                shapes[j] = self._leaf_shape(j, args)
+                continue
+            shapes[j] = shapes[n.args[0]]
+            for a in n.args[1:]:
+                try:
+                    shapes[j] = np.broadcast_shapes(shapes[j], shapes[a])
+                except ValueError:
+                    raise ValueError(f"shapes {shapes[j]} and {shapes[a]} do not broadcast") from None
+        return shapes
+
     def __call__(self, args):
+        self.shapes(args)
         nodes_out = [i for kind, i in self.outputs if kind == "node"]
         wanted = sorted(set().union(*[self.ancestors[i] for i in nodes_out])) if nodes_out else []
         results = {}
