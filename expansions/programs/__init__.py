@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import backends
 from ..arraytype import ExpansionArray
 from ..backends import for_device
 from .cpu import Plan
@@ -30,6 +31,7 @@ class Program:
     def __init__(self, fn):
         self.fn = fn
         self._traces: dict = {}
+        self._plans: dict = {}  # (argument keys, CPU backend name): (plan, tuple of outputs or not)
         functools.update_wrapper(self, fn)
 
     def trace(self, *args):
@@ -54,9 +56,12 @@ class Program:
         return _PLANS[key]
 
     def __call__(self, *args):
-        graph, (many, _) = self.trace(*args)
-        items = self.plan(*args)(args)
-        return tuple(items) if many == "tuple" else items[0]
+        key = (tuple(argument_key(a) for a in args), backends.cpu_backend().name)
+        if key not in self._plans:
+            self._plans[key] = (self.plan(*args), self.trace(*args)[1][0] == "tuple")
+        plan, many = self._plans[key]
+        items = plan(args)
+        return tuple(items) if many else items[0]
 
 
 def fuse(fn=None):

@@ -25,7 +25,7 @@ from ..promote import operand_terms
 from .trace import BINARY, COMPARE, Graph, Node
 
 
-def _binary_step(node: Node, be):
+def _binary_step(node: Node, be, same_format: bool):
     method, renorm, terms, dtype = node.params
     R = node.fmt[0]
     alg = dispatch.method(node.op, method, R)
@@ -34,8 +34,11 @@ def _binary_step(node: Node, be):
     one_term = node.one_term and alg == "newton"
 
     def step(x, y):
-        xa, ya = operands(ExpansionArray(x), ExpansionArray(y), terms, dtype)
-        xt, yt = xa.terms, ya.terms
+        if same_format:  # operands() would return them unchanged
+            xt, yt = x, y
+        else:
+            xa, ya = operands(ExpansionArray(x), ExpansionArray(y), terms, dtype)
+            xt, yt = xa.terms, ya.terms
         if one_term and not bool((yt[:, 1:] != 0).any()):
             yt = yt[:, :1]  # a divisor given as floats: the one-term kernel, as operations.binary does
         out = kernel(xt, yt, R)
@@ -62,14 +65,22 @@ def _unary_step(node: Node, be):
     return step
 
 
-def _step(node: Node, be):
+def _step(node: Node, be, graph: Graph):
     if node.op in BINARY:
-        return _binary_step(node, be)
+        return _binary_step(node, be, all(graph.nodes[a].fmt == node.fmt for a in node.args))
     if node.op in COMPARE:
         return lambda x, y: compare(node.op, ExpansionArray(x), ExpansionArray(y))
     if node.op == "where":
         return lambda c, x, y: _where(c, ExpansionArray(x), ExpansionArray(y)).terms
     return _unary_step(node, be)
+
+
+def _flat(t, shape: tuple):
+    """``t`` broadcast to ``shape``, C-contiguous, its leading axes flattened into one."""
+    xp = xp_of(t)
+    if tuple(t.shape) != shape:
+        t = xp.broadcast_to(t, shape)
+    return xp.ascontiguousarray(t).reshape((-1,) + shape[-1:])
 
 
 class Plan:
@@ -80,11 +91,13 @@ class Plan:
         self.outputs = outputs
         self.device = device
         self.backend = for_device(device)
-        self.steps = [None if n.op in ("input", "const", "promote") else _step(n, self.backend) for n in graph.nodes]
+        self.steps = [None if n.op in ("input", "const", "promote") else _step(n, self.backend, graph)
+                      for n in graph.nodes]
         self.ancestors = {}
         for kind, i in outputs:
             if kind == "node":
                 self.ancestors[i] = self._ancestors(i)
+        self.wanted = sorted(set().union(*self.ancestors.values())) if self.ancestors else []
 
     def _ancestors(self, i: int) -> list:
         seen = set()
@@ -116,9 +129,7 @@ class Plan:
                 if n.op in ("input", "const"):
                     v = self._leaf_value(j, args)
                     if n.kind == "exp":
-                        xp = xp_of(v.terms)
-                        t = xp.broadcast_to(v.terms, shape + (v.nterms,))
-                        vals[j] = xp.ascontiguousarray(t).reshape(-1, v.nterms)
+                        vals[j] = _flat(v.terms, shape + (v.nterms,))
                     else:
                         xp = xp_of(v)
                         vals[j] = xp.broadcast_to(xp.asarray(v), shape).reshape(-1)
@@ -126,19 +137,16 @@ class Plan:
                     (src,) = n.args
                     v = self._leaf_value(src, args)
                     t = operand_terms(v, n.fmt[0], np.dtype(n.fmt[1]), self.device)
-                    xp = xp_of(t)
-                    vals[j] = xp.ascontiguousarray(xp.broadcast_to(t, shape + (n.fmt[0],))).reshape(-1, n.fmt[0])
+                    vals[j] = _flat(t, shape + (n.fmt[0],))
                 else:
                     vals[j] = self.steps[j](*[vals[a] for a in n.args])
         return vals, shape
 
-    def _output(self, i: int, vals: dict, shape: tuple, args):
-        """Output node i, computed at ``shape``, reshaped to its own shape (the broadcast of its leaves)."""
+    def _output(self, i: int, vals: dict, shape: tuple, args, own: tuple):
+        """Output node i, computed at ``shape``, reshaped to its own shape ``own``."""
         n = self.graph.nodes[i]
         if n.op == "input":
             return args[n.index]
-        own = np.broadcast_shapes(*[self._leaf_shape(j, args) for j in self.ancestors[i]
-                                    if self.graph.nodes[j].op in ("input", "const")])
         tail = (n.fmt[0],) if n.kind == "exp" else ()
         v = vals[i].reshape(shape + tail)
         if own != shape:  # the output is the broadcast of a smaller array: take one copy of it
@@ -167,25 +175,19 @@ class Plan:
         return shapes
 
     def __call__(self, args):
-        self.shapes(args)
+        shapes = self.shapes(args)
         nodes_out = [i for kind, i in self.outputs if kind == "node"]
-        wanted = sorted(set().union(*[self.ancestors[i] for i in nodes_out])) if nodes_out else []
         results = {}
         try:
-            vals, shape = self._run(wanted, args)
-            empty_but = any(not int(np.prod(shape)) and self._own_size(i, args) for i in nodes_out)
+            vals, shape = self._run(self.wanted, args)
+            one_run = bool(np.prod(shape)) or not any(np.prod(shapes[i]) for i in nodes_out)
         except ValueError:
-            vals, shape, empty_but = None, None, True
-        if empty_but:  # the outputs have shapes that do not broadcast together: one run each
+            one_run = False
+        if one_run:
+            for i in nodes_out:
+                results[i] = self._output(i, vals, shape, args, shapes[i])
+        else:  # outputs of shapes that do not broadcast together, or empty beside non-empty: one run each
             for i in nodes_out:
                 v, s = self._run(self.ancestors[i], args)
-                results[i] = self._output(i, v, s, args)
-        else:
-            for i in nodes_out:
-                results[i] = self._output(i, vals, shape, args)
-        items = [results[i] if kind == "node" else i for kind, i in self.outputs]
-        return items
-
-    def _own_size(self, i: int, args) -> int:
-        shapes = [self._leaf_shape(j, args) for j in self.ancestors[i] if self.graph.nodes[j].op in ("input", "const")]
-        return int(np.prod(np.broadcast_shapes(*shapes)))
+                results[i] = self._output(i, v, s, args, shapes[i])
+        return [results[i] if kind == "node" else i for kind, i in self.outputs]

@@ -340,7 +340,7 @@ def argument_key(v):
     """How an argument enters the program's cache key: expansions and float/bool arrays by format and
     rank (they are traced), Python and NumPy scalars by value (they are constants of the graph)."""
     if isinstance(v, ExpansionArray):
-        return ("exp", v.nterms, v.dtype.name, v.ndim, v.device)
+        return ("exp", v.nterms, v.terms.dtype, v.terms.ndim - 1, type(v.terms))
     if isinstance(v, np.ndarray) and v.ndim > 0:
         if v.dtype.kind not in "biuf":
             raise FuseError(f"expansions.fuse: an argument array of dtype {v.dtype} (use float or bool arrays)")
