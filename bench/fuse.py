@@ -182,7 +182,7 @@ def main(argv=None):
         for R in args.terms:
             for name in PROGRAMS:
                 rows.append(measure(name, R, n, args.repeats))
-            print(json.dumps(rows[-1]), flush=True)
+                print(json.dumps(rows[-1]), flush=True)
     header["load_average_after"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

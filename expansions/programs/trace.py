@@ -105,6 +105,10 @@ class Graph:
             return self._const_ids[id(value)]
         if isinstance(value, ExpansionArray):
             node = Node("const", kind="exp", fmt=(value.nterms, value.dtype.name), ndim=value.ndim)
+        elif isinstance(value, bool):
+            node = Node("const", kind="bool")
+        elif isinstance(value, (int, float, str)) or hasattr(value, "_mpf_"):  # promoted as op by op does
+            node = Node("const", kind="float")
         else:
             a = np.asarray(value)
             if a.dtype == object or a.dtype.kind not in "biuf":
@@ -123,6 +127,8 @@ class Graph:
 
 
 def _const_key(v):
+    if isinstance(v, (int, float, str)) or hasattr(v, "_mpf_"):
+        return (type(v).__name__, repr(v), float(v).hex() if isinstance(v, float) else None)
     if isinstance(v, ExpansionArray):
         t = np.asarray(v.terms) if v.device == "cpu" else v.terms.get()
         return ("exp", t.shape, t.dtype.str, t.tobytes())
@@ -345,7 +351,7 @@ def argument_key(v):
         if v.dtype.kind not in "biuf":
             raise FuseError(f"expansions.fuse: an argument array of dtype {v.dtype} (use float or bool arrays)")
         return ("array", v.dtype.str, v.ndim)
-    if isinstance(v, (bool, int, float, np.generic, np.ndarray)):
+    if isinstance(v, (bool, int, float, str, np.generic, np.ndarray)) or hasattr(v, "_mpf_"):
         return ("scalar", type(v).__name__, _const_key(v))
     if hasattr(v, "__cuda_array_interface__"):
         return ("array", v.dtype.str, v.ndim, "cuda")
