@@ -18,8 +18,9 @@ Columns:
   registers), computed from the arrays the kernel is given.  A model from array sizes, not a
   hardware counter.
 - ``time``: per call, the median of ``--repeats`` samples after a warm-up (each sample a loop of
-  calls lasting about 50 ms), op by op and fused, on the default CPU backend (the compiled engine
-  unless numba is missing), and the speedup.  The machine may be shared: see the load averages.
+  calls lasting about 50 ms; op-by-op and fused samples interleaved), op by op and fused, on the
+  default CPU backend (the compiled engine unless numba is missing), and the speedup.  The machine
+  may be shared: see the load averages.
 - ``bits``: fused == op by op, bit for bit, on these inputs.
 
     python -m bench.fuse [--n 100 100000] [--terms 2 4 8 16] [--repeats 5]
@@ -103,20 +104,25 @@ def _counted(run):
     return counter.calls, counter.bytes
 
 
-def _median_time(f, repeats, budget=0.05):
-    """(median seconds per call, the samples, calls per sample): after a warm-up call, each sample
-    times a loop of calls lasting about ``budget`` seconds (one call where one takes longer)."""
-    f()
-    t = time.perf_counter()
-    f()
-    calls = max(1, int(budget / max(time.perf_counter() - t, 1e-7)))
-    samples = []
-    for _ in range(repeats):
+def _interleaved_times(fs, repeats, budget=0.05):
+    """For each function of ``fs``: (median seconds per call, the samples, calls per sample).  After a
+    warm-up call each, ``repeats`` rounds time one sample of each function in turn (interleaved, so
+    that a change of the machine's load hits all of them alike); a sample is a loop of calls lasting
+    about ``budget`` seconds (one call where one takes longer)."""
+    calls = []
+    for f in fs:
+        f()
         t = time.perf_counter()
-        for _ in range(calls):
-            f()
-        samples.append((time.perf_counter() - t) / calls)
-    return statistics.median(samples), samples, calls
+        f()
+        calls.append(max(1, int(budget / max(time.perf_counter() - t, 1e-7))))
+    samples = [[] for _ in fs]
+    for _ in range(repeats):
+        for f, k, out in zip(fs, calls, samples):
+            t = time.perf_counter()
+            for _ in range(k):
+                f()
+            out.append((time.perf_counter() - t) / k)
+    return [(statistics.median(s), s, k) for s, k in zip(samples, calls)]
 
 
 def _bits(v):
@@ -137,8 +143,8 @@ def measure(name, R, n, repeats):
     kernel_in = sum(n * R * itemsize if graph.nodes[i].op == "input" else R * itemsize
                     for i in kernel_inputs(graph, wanted))
     kernel_out = sum(n * R * itemsize for kind, _ in items if kind == "node")
-    t_op, raw_op, k_op = _median_time(lambda: fn(*args), repeats)
-    t_fused, raw_fused, k_fused = _median_time(lambda: program(*args), repeats)
+    (t_op, raw_op, k_op), (t_fused, raw_fused, k_fused) = _interleaved_times(
+        [lambda: fn(*args), lambda: program(*args)], repeats)
     same = _bits(fn(*args)) == _bits(program(*args))
     return {"program": name, "R": R, "n": n, "calls_op_by_op": op_calls, "calls_fused_cpu": fused_calls,
             "calls_cuda_program": 1, "bytes_op_by_op": op_bytes, "bytes_fused_cpu": fused_bytes,
