@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import expansions as ex
+from expansions import backends
 from expansions.formats import format_of
 from expansions.generate import random_terms
 from expansions.programs import _PLANS
@@ -171,9 +172,17 @@ def _horner(x, coefficients):
     return poly
 
 
+@pytest.fixture(params=["engine", "twins"])
+def cpu_backend(request):
+    """Each CPU backend in turn (the plan runs whichever is chosen when it is built)."""
+    backends.set_cpu_backend(request.param)
+    yield request.param
+    backends.set_cpu_backend(None)
+
+
 @pytest.mark.parametrize("R", (2, 4, 8, 16, 32))
 @pytest.mark.parametrize("dtype", ("float64", "float32"))
-def test_henon_horner_fma(R, dtype):
+def test_henon_horner_fma(R, dtype, cpu_backend):
     x = ex.from_terms(terms_of((5,), R, dtype, "random", R))
     y = ex.from_terms(terms_of((5,), R, dtype, "verify", R + 1))
     z = ex.from_terms(terms_of((1,), R, dtype, "zeros", R + 2))
