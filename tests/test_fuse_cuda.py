@@ -28,6 +28,10 @@ def fma_truncated(x, y, z):
     return ex.mul(x, y, method="truncated") + z
 
 
+def fma_default(x, y, z):  # at R = 2 the double-word algorithms
+    return x * y + z, ex.add(x, z, method="qd_add_ieee" if x.nterms == 2 else "fast", renormalize=False) - y
+
+
 def horner(x):
     acc = x * 0.75
     for c in (1.0, -0.5, 0.25, 3.0):
@@ -72,12 +76,15 @@ def test_program_kernels_compile_for_sm90():
     graph, wanted, outs = graph_of(mixed, f32, f32, np.ones(3, dtype=bool))
     binary, lowered, _ = C.compile_program(graph, wanted, outs)
     assert binary
+    dw = ex.from_terms(terms_of((3,), 2, "float64", "random", 3))
+    graph, wanted, outs = graph_of(fma_default, dw, dw, dw)  # the double-word algorithms of dw.cuh
+    assert C.compile_program(graph, wanted, outs)[0]
 
 
 def test_what_a_cuda_program_refuses_names_the_line():
     x = ex.from_terms(terms_of((3,), 2, "float64", "random", 1))
-    graph, wanted, outs = graph_of(lambda a, b: a * b + a, x, x)  # R = 2: double-word defaults
-    with pytest.raises(FuseError, match="dw_times_dw1.*method='safe'"):
+    graph, wanted, outs = graph_of(lambda a, b: ex.mul(a, b, terms=3) + a, x, x)
+    with pytest.raises(FuseError, match=r"`mul` at .*terms=3.*one format"):
         C.kernel_source(graph, wanted, outs)
     y = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
     graph, wanted, outs = graph_of(lambda a, b: ex.mul(a, b, method="truncated"), x, y)
@@ -137,14 +144,15 @@ def emulated(fn, emulator, *args):
     return tuple(out) if many == "tuple" else out[0]
 
 
-@pytest.mark.parametrize("R, dtype", [(3, "float64"), (4, "float64"), (8, "float32"), (16, "float64")])
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (2, "float32"), (3, "float64"), (4, "float64"), (8, "float32"),
+                                      (16, "float64")])
 def test_emulated_program_kernels_equal_the_cpu(emulator, R, dtype):
     fams = ("random", "verify", "nonfinite", "overflow", "zeros")
     x = ex.from_terms(np.concatenate([terms_of((7,), R, dtype, f, R + k) for k, f in enumerate(fams)]))
     y = ex.from_terms(np.concatenate([terms_of((7,), R, dtype, f, 2 * R + k) for k, f in enumerate(fams[::-1])]))
     z = ex.from_terms(terms_of((1,), R, dtype, "random", 3))
     c = np.arange(35) % 3 == 0
-    cases = [(fma_truncated, (x, y, z)), (horner, (x,)), (henon, (x, y))]
+    cases = [(fma_truncated, (x, y, z)), (horner, (x,)), (henon, (x, y)), (fma_default, (x, y, z))]
     if 2 * R <= 32:
         cases.append((mixed, (x, y, c)))
     for fn, args in cases:

@@ -10,10 +10,11 @@ padding lanes are reset to +0, which is what a store and a load do between two o
 The Newton bodies of ``kernels.cu`` (``newton_div``, ``newton_reciprocal``, ``newton_sqrt``) are
 ``__global__`` functions, so their few lines are written out here in the same order.
 
+At R = 2 the double-word algorithms of ``dw.cuh`` (the defaults there) run on the group's two terms
+gathered by shuffles, with the non-finite rule of the double-word backends.
 What a CUDA program takes (else :class:`FuseError` naming the node's line): one format (R, dtype) for
-every expansion of the graph; the lane-group algorithms (``safe``, ``fast``, ``truncated``,
-``newton``; not the one-thread double-word algorithms that are the defaults at R = 2); comparisons
-(and so ``where`` on them) up to R = 16 (the exact comparison renormalizes 2R terms in one group).
+every expansion of the graph (``terms=``/``dtype=`` only where they keep it); comparisons (and so ``where`` on them) up
+to R = 16 (the exact comparison renormalizes 2R terms in one group).
 Operands that are not expansions (float arrays, scalars) are promoted on the host, as the public
 dispatch does, and enter the kernel as arrays of terms.
 """
@@ -28,16 +29,21 @@ from .. import dispatch
 from ..backends import xp_of
 from ..bounds import newton_steps
 from ..cuda import build
+from ..cuda.dw_kernels import functor
 from ..formats import format_of, group_width
 from ..promote import operand_terms
 from .cpu import Plan
 from .trace import BINARY, COMPARE, FuseError, Graph
 
+#: The double-word algorithms selectable at R = 2 (dispatch.R2_METHODS), functors of dw.cuh.
+DOUBLE_WORD = frozenset(name for names in dispatch.R2_METHODS.values() for name in names)
+
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
 def _refuse(node, why):
-    raise FuseError(f"expansions.fuse cannot make a CUDA kernel of `{node.op}` at {node.line or '<input>'}: {why}")
+    where = node.line or f"argument {node.index}"
+    raise FuseError(f"expansions.fuse cannot make a CUDA kernel of `{node.op}` at {where}: {why}")
 
 
 def program_format(graph: Graph, wanted) -> tuple:
@@ -45,23 +51,15 @@ def program_format(graph: Graph, wanted) -> tuple:
     nodes = graph.nodes
     fmts = {nodes[i].fmt for i in wanted if nodes[i].kind == "exp"}
     if len(fmts) != 1:
-        bad = next(nodes[i] for i in wanted if nodes[i].kind == "exp" and nodes[i].fmt != min(fmts))
+        exps = [nodes[i] for i in wanted if nodes[i].kind == "exp"]
+        bad = next(n for n in exps if n.fmt != exps[0].fmt)
         _refuse(bad, f"a CUDA program has one format; this graph mixes {sorted(fmts)} (convert with "
                      "expansions.astype before the program)")
     (R, dt), = fmts
     compares = False
     for i in wanted:
         n = nodes[i]
-        if n.op in BINARY:
-            alg = dispatch.method(n.op, n.params[0], R)
-            if alg not in ("safe", "fast", "truncated", "newton"):
-                _refuse(n, f"the double-word algorithm {alg!r} runs one thread per number, not in a lane group: "
-                           "pass method='safe', 'truncated' or 'newton' for a CUDA program at R = 2")
-            if n.params[2] is not None or n.params[3] is not None:
-                _refuse(n, "terms=/dtype= change the format inside a CUDA program")
-        elif n.op == "sqrt" and dispatch.method("sqrt", n.params[0], R) != "newton":
-            _refuse(n, "the double-word square root is not a lane-group algorithm: pass method='newton'")
-        elif n.op in COMPARE:
+        if n.op in COMPARE:
             compares = True
             if 2 * R > 32:
                 _refuse(n, f"the exact comparison renormalizes 2R = {2 * R} terms, more than a warp")
@@ -85,11 +83,9 @@ class _Writer:
     def pad(self, expr):
         """expr (computed on every lane: it may shuffle) with the padding lanes reset to +0, which is
         what a store and a load do between op-by-op kernels."""
-        if self.W == self.R:
-            return expr
         self.count = getattr(self, "count", 0) + 1
-        self.emit(f"const T t{self.count} = {expr};")
-        return f"(lane < {self.R} ? t{self.count} : T(0))"
+        self.emit(f"const T t{self.count} = {expr};")  # its own statement: never inside a conditional
+        return f"t{self.count}" if self.W == self.R else f"(lane < {self.R} ? t{self.count} : T(0))"
 
     def renormalize_newton(self, v, q):
         """dispatch's renormalizer of the Newton kernels: renormalize, keep the kernel's zero result."""
@@ -100,10 +96,41 @@ class _Writer:
         self.emit(f"const bool {v}_keep = {v}_q0 == T(0) && {v}_r0 == T(0);")
         self.emit(f"const T {v} = {v}_keep ? {q} : {v}_r;")
 
+    def double_word(self, v, alg, kind, x, y=None):
+        """A double-word algorithm of ``dw.cuh`` (R = 2) on the group's two terms, then the non-finite
+        rule of the double-word backends (``backends._double_word_finish``): the group's epilogue
+        with the IEEE result of the leading terms, and (NaN, 0) where that result is NaN."""
+        W = self.W
+        self.emit(f"const T {v}_xh = shfl<{W}>({x}, 0);")
+        self.emit(f"const T {v}_xl = shfl<{W}>({x}, 1);")
+        if y is None:
+            self.emit(f"const TwoTerms<T> {v}_z = {functor(alg)}::apply({v}_xh, {v}_xl);")
+            self.emit(f"const T {v}_lead = sqrt_rn({v}_xh);")
+            status = f"operand_status<2, {W}>({x})"
+        else:
+            self.emit(f"const T {v}_yh = shfl<{W}>({y}, 0);")
+            self.emit(f"const T {v}_yl = shfl<{W}>({y}, 1);")
+            self.emit(f"const TwoTerms<T> {v}_z = {functor(alg)}::apply({v}_xh, {v}_xl, {v}_yh, {v}_yl);")
+            self.emit(f"const T {v}_lead = {kind}_rn({v}_xh, {v}_yh);")
+            status = f"operand_status<2, {W}>({x}), operand_status<2, {W}>({y})"
+        self.emit(f"const T {v}_zl = lane == 0 ? {v}_z.hi : (lane == 1 ? {v}_z.lo : T(0));")
+        epilogue = self.pad(f"nonfinite_epilogue<T, 2, {W}>({v}_zl, {v}_lead, lane, {status})")
+        self.emit(f"const T {v}_raw = is_nan({v}_lead) ? (lane == 0 ? quiet_nan<T>() : T(0)) : {epilogue};")
+
     def binary(self, v, n, x, y, one_term_divisor):
         R, W, dt = self.R, self.W, self.dt
         method, renorm = n.params[0], n.params[1]
         alg = dispatch.method(n.op, method, R)
+        if alg in DOUBLE_WORD:
+            if n.op == "sub":
+                self.emit(f"const T {v}_y = lane < {R} ? negated({y}) : {y};")
+                y = f"{v}_y"
+            self.double_word(v, alg, "add" if n.op == "sub" else n.op, x, y)
+            if renorm:
+                self.emit(f"const T {v} = {self.pad(f'renormalize_group<T, {R}, {R}, {W}>({v}_raw, lane)')};")
+            else:
+                self.emit(f"const T {v} = {v}_raw;")
+            return
         if alg == "newton":
             M = 1 if one_term_divisor else R
             self.emit(f"const T {v}_x0 = shfl<{W}>({x}, 0);")
@@ -144,6 +171,10 @@ class _Writer:
             self.emit(f"const T {v} = ({v}_s < T(0) && lane < {R}) ? negated({x}) : {x};")
             return
         renorm = n.params[1]
+        if n.op == "sqrt" and dispatch.method("sqrt", n.params[0], R) in DOUBLE_WORD:
+            self.double_word(v, dispatch.method("sqrt", n.params[0], R), "sqrt", x)
+            self.emit(f"const T {v} = {v}_raw;")  # the double-word square root is not renormalized
+            return
         self.emit(f"const T {v}_a0 = shfl<{W}>({x}, 0);")
         if n.op == "reciprocal":
             self.emit(f"const int {v}_k = -leading_exponent({v}_a0);")
