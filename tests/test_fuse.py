@@ -9,7 +9,9 @@ bit for bit (shape, dtype and the bytes of the terms).
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +25,7 @@ from expansions.generate import random_terms
 from expansions.programs import _PLANS
 from expansions.verify import families
 
+ROOT = Path(__file__).resolve().parents[1]
 RS = (2, 3, 4, 5, 8, 13, 16, 32)
 FAMILIES = ("random", "verify", "nonfinite", "overflow", "zeros")
 
@@ -308,3 +311,15 @@ def test_bad_arguments():
         ex.fuse(lambda x, a: x * a)(x, np.ones(3, dtype=complex))
     with pytest.raises(ex.FuseError, match="terms=1"):
         ex.fuse(lambda x: ex.mul(x, x, terms=1))(x)
+
+
+def test_henon_example_as_a_program_prints_the_same(capsys):
+    """examples/henon.py --fused (each step one program) prints what the op-by-op run prints."""
+    spec = importlib.util.spec_from_file_location("henon_example", ROOT / "examples" / "henon.py")
+    henon = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(henon)
+    outs = []
+    for extra in ([], ["--fused"]):
+        assert henon.main(["--orbits", "4", "--steps", "20", *extra]) == 0
+        outs.append([ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("time:")])
+    assert outs[0] == outs[1]
