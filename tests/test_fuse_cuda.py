@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_fuse import assert_same, terms_of
+from hypothesis import HealthCheck, assume, given, settings
+from test_fuse import assert_same, interpret, programs, terms_of
 
 import expansions as ex
 from expansions.programs import Program
@@ -170,6 +171,22 @@ def test_emulated_shapes_and_one_term_divisor(emulator):
     assert_same(emulated(fn, emulator, x, y, a), ex.fuse(fn)(x, y, a))
     e = ex.from_terms(terms_of((0,), 4, "float64", "random", 3))
     assert_same(emulated(fn, emulator, x, e, a), ex.fuse(fn)(x, e, a))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                                                HealthCheck.function_scoped_fixture])
+@given(programs())
+def test_emulated_random_programs(emulator, prog):
+    """Random programs of one format (test_fuse's generator, R <= 8) as kernels in the emulator."""
+    R, dtype, shapes, fams, steps, n_out, seed = prog
+    assume(R <= 8 and all(opt[2] is None for op, _, _, _, opt in steps if op in ("add", "sub", "mul", "div")))
+    args = [ex.from_terms(terms_of(s, R, dtype, f, seed + k)) for k, (s, f) in enumerate(zip(shapes, fams))]
+    fn = interpret(steps, n_out)
+    try:
+        want = ex.fuse(fn)(*args)
+    except (ValueError, FuseError):  # shapes that do not broadcast, a method at another R
+        assume(False)
+    assert_same(emulated(fn, emulator, *args), want)
 
 
 @pytest.mark.gpu
