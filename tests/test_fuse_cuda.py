@@ -211,3 +211,11 @@ def test_gpu_program_equals_the_cpu():
         for g, w in zip(got, want):
             g = g.to_device("cpu") if isinstance(g, ex.ExpansionArray) else ex.backends.to_numpy(g)
             assert_same(g, w)
+
+
+def test_emulated_program_returning_inputs(emulator):
+    x = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
+    assert emulated(lambda a: a, emulator, x) is x
+    out = emulated(lambda a, b: (a, a * b), emulator, x, x)
+    assert out[0] is x
+    assert_same(out, ex.fuse(lambda a, b: (a, a * b))(x, x))

@@ -306,6 +306,10 @@ class KernelPlan(Plan):
 
     def _run(self, wanted: list, args):
         nodes = self.graph.nodes
+        outs = [i for i in wanted if nodes[i].op not in ("input", "const")
+                and any(kind == "node" and j == i for kind, j in self.outputs)]
+        if not outs:  # the program returns its inputs only: no kernel
+            return {}, ()
         R, dt, _ = program_format(self.graph, wanted)
         leaves = [j for j in wanted if nodes[j].op in ("input", "const")]
         shape = np.broadcast_shapes(*[self._leaf_shape(j, args) for j in leaves])
@@ -329,7 +333,6 @@ class KernelPlan(Plan):
         one_term = frozenset(i for i in wanted if nodes[i].op == "div" and nodes[i].one_term
                              and dispatch.method("div", nodes[i].params[0], R) == "newton"
                              and not bool((inputs[nodes[i].args[1]][:, 1:] != 0).any()))
-        outs = [i for i in wanted if any(kind == "node" and j == i for kind, j in self.outputs)]
         key = (tuple(wanted), tuple(outs), one_term)
         if key not in self.sources:
             self.sources[key] = kernel_source(self.graph, wanted, outs, one_term)
