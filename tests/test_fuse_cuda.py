@@ -108,11 +108,8 @@ class Emulator:
         self.workdir, self.grid, self.block = workdir, grid, block
         self.libs = {}
 
-    def launch(self, name, text, inputs, outputs, count):
-        args = []
-        for k, a in enumerate(inputs):
-            args += [f"({CTYPES[a.dtype]}*)p[{k}]", f"n[{k}]"]
-        args += [f"({CTYPES[o.dtype]}*)p[{len(inputs) + k}]" for k, o in enumerate(outputs)]
+    def launch(self, name, text, params, count):
+        args = [f"n[{j}]" if isinstance(a, int) else f"({CTYPES[a.dtype]}*)p[{j}]" for j, a in enumerate(params)]
         entry = (f'extern "C" void run(void** p, long long* n, long long count, unsigned g, unsigned b) '
                  f'{{ emu::launch(g, b, [=]{{ {name}({", ".join(args + ["count"])}); }}); }}\n')
         code = '#include "emu.h"\n' + C.full_source(text) + entry
@@ -124,9 +121,8 @@ class Emulator:
                             "-Wno-unknown-pragmas", f"-I{HERE / 'emulation'}", str(src), "-o", str(so)],
                            check=True, capture_output=True)
             self.libs[key] = ctypes.CDLL(str(so))
-        arrays = list(inputs) + list(outputs)
-        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
-        ns = (ctypes.c_longlong * max(1, len(inputs)))(*[a.shape[0] for a in inputs])
+        ptrs = (ctypes.c_void_p * len(params))(*[None if isinstance(a, int) else a.ctypes.data for a in params])
+        ns = (ctypes.c_longlong * len(params))(*[a if isinstance(a, int) else 0 for a in params])
         self.libs[key].run(ptrs, ns, ctypes.c_longlong(count), ctypes.c_uint(self.grid), ctypes.c_uint(self.block))
 
 
