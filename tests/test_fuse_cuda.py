@@ -73,6 +73,7 @@ def test_program_kernels_compile_for_sm90():
     binary, lowered, log = C.compile_program(graph, wanted, outs)
     assert binary and "program_" in lowered
     assert "spill stores" in log and " 0 bytes spill stores" in log
+    assert C.compile_program(graph, wanted, outs, layouts=(("strided", "one", "full"), 2))[0]  # broadcasting
     f32 = ex.from_terms(terms_of((3,), 3, "float32", "random", 2))
     graph, wanted, outs = graph_of(mixed, f32, f32, np.ones(3, dtype=bool))
     binary, lowered, _ = C.compile_program(graph, wanted, outs)

@@ -300,9 +300,10 @@ def full_source(text: str) -> str:
     return build.source() + text
 
 
-def compile_program(graph: Graph, wanted, outputs, one_term_divisors=frozenset(), arch: str = "sm_90"):
+def compile_program(graph: Graph, wanted, outputs, one_term_divisors=frozenset(), layouts=None,
+                    arch: str = "sm_90"):
     """NVRTC-compile a program's kernel for ``arch`` (no GPU needed): (binary, lowered name, log)."""
-    name, text = kernel_source(graph, wanted, outputs, one_term_divisors)
+    name, text = kernel_source(graph, wanted, outputs, one_term_divisors, layouts)
     binary, lowered, log = build.compile_source(full_source(text), [name], arch, filename="program.cu")
     return binary, lowered[name], log
 
