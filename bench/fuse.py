@@ -22,8 +22,10 @@ Columns:
   default CPU backend (the compiled engine unless numba is missing), and the speedup.  The machine
   may be shared: see the load averages.
 - ``bits``: fused == op by op, bit for bit, on these inputs.
+- ``sm_90``: with ``--cuda-resources``, the registers per thread and spill stores/loads ptxas reports
+  for the program's CUDA kernel compiled with NVRTC for sm_90 (no GPU needed; once per R, not per n).
 
-    python -m bench.fuse [--n 100 100000] [--terms 2 4 8 16] [--repeats 5]
+    python -m bench.fuse [--n 100 100000] [--terms 2 4 8 16] [--repeats 5] [--cuda-resources]
 
 Writes ``bench/results/fuse_<device>.md`` and ``.json`` (every measurement, raw).
 """
@@ -44,9 +46,10 @@ import numpy as np
 import expansions as ex
 from expansions import backends
 from expansions.__main__ import device_slug, environment
+from expansions.cuda.build import parse_ptxas_log
 from expansions.programs import Program
 from expansions.programs.cpu import Plan
-from expansions.programs.cuda import kernel_inputs
+from expansions.programs.cuda import compile_program, kernel_inputs
 
 HORNER = (0.75, 1.0, -0.5, 0.25, 3.0, -2.0, 0.125, 1.5, -1.0)  # degree 8, highest first
 
@@ -153,8 +156,25 @@ def measure(name, R, n, repeats):
             "bits_equal": same}
 
 
+def cuda_resources(name, R):
+    """ptxas's (registers, spill stores, spill loads) of the program's kernel for sm_90."""
+    fn, arity = PROGRAMS[name]
+    args = [ex.random((4,), terms=R, seed=k) for k in range(arity)]
+    graph, (_, items) = Program(fn).trace(*args)
+    outs = [i for kind, i in items if kind == "node"]
+    _, lowered, log = compile_program(graph, list(range(len(graph.nodes))), outs)
+    registers, _, stores, loads = parse_ptxas_log(log)[lowered]
+    return {"registers": registers, "spill_stores": stores, "spill_loads": loads}
+
+
 def _mb(b):
     return f"{b / 1e6:.3g}"
+
+
+def _resources(r):
+    if not r:
+        return ""
+    return f"{r['registers']} registers, {r['spill_stores']}/{r['spill_loads']} B spills"
 
 
 def markdown(rows, header):
@@ -162,14 +182,14 @@ def markdown(rows, header):
              "; ".join(f"{k}: {v}" for k, v in header.items()), "",
              __doc__.split("Columns:")[1].split("    python -m")[0].strip(), "",
              "| program | n | R | calls op by op | calls fused (CPU plan) | launches CUDA program | MB op by op | "
-             "MB fused (CPU plan) | MB CUDA program | time op by op (ms) | time fused (ms) | speedup | bits |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "MB fused (CPU plan) | MB CUDA program | time op by op (ms) | time fused (ms) | speedup | bits | sm_90 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['program']} | {r['n']} | {r['R']} | {r['calls_op_by_op']} | {r['calls_fused_cpu']} | "
                      f"{r['calls_cuda_program']} | {_mb(r['bytes_op_by_op'])} | {_mb(r['bytes_fused_cpu'])} | "
                      f"{_mb(r['bytes_cuda_program'])} | {1e3 * r['time_op_by_op_s']:.3g} | "
                      f"{1e3 * r['time_fused_s']:.3g} | {r['time_op_by_op_s'] / r['time_fused_s']:.2f}x | "
-                     f"{'equal' if r['bits_equal'] else 'DIFFER'} |")
+                     f"{'equal' if r['bits_equal'] else 'DIFFER'} | {_resources(r.get('sm_90'))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -178,6 +198,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, nargs="+", default=[100, 100_000])
     ap.add_argument("--terms", type=int, nargs="+", default=[2, 4, 8, 16])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cuda-resources", action="store_true", help="compile each program's kernel for sm_90")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = ap.parse_args(argv)
     header = environment() | {"cpu_backend": backends.cpu_backend().name, "cpu_count": os.cpu_count(),
@@ -188,6 +209,8 @@ def main(argv=None):
         for R in args.terms:
             for name in PROGRAMS:
                 rows.append(measure(name, R, n, args.repeats))
+                if args.cuda_resources and n == args.n[0]:
+                    rows[-1]["sm_90"] = cuda_resources(name, R)
                 print(json.dumps(rows[-1]), flush=True)
     header["load_average_after"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     out = Path(args.out)
