@@ -303,12 +303,25 @@ def test_errors_name_the_construct_and_the_line(fn, text, construct):
     assert f"{__file__}:{_line_of(fn, text)}:" in msg
 
 
+def test_numpy_functions_and_ufuncs():
+    x = ex.from_terms(terms_of((4,), 3, "float64", "verify", 1))
+    y = ex.from_terms(terms_of((4,), 3, "float64", "nonfinite", 2))
+
+    def fn(x, y):
+        return (np.where(np.greater(x, y), np.sqrt(np.absolute(x)), np.negative(y)), np.add(x, 2.0),
+                np.true_divide(y, x), np.multiply(x, y) != np.subtract(y, x), 1.5 <= x)
+
+    assert_same(ex.fuse(fn)(x, y), fn(x, y))
+
+
 def test_bad_arguments():
     x = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
     with pytest.raises(ex.FuseError, match="object"):
         ex.fuse(lambda x, s: x)(x, object())
     with pytest.raises(ex.FuseError, match="complex"):
         ex.fuse(lambda x, a: x * a)(x, np.ones(3, dtype=complex))
+    with pytest.raises(ex.FuseError, match="keyword arguments"):
+        ex.fuse(lambda x, s=1: x * s)(x, s=2)
     with pytest.raises(ex.FuseError, match="terms=1"):
         ex.fuse(lambda x: ex.mul(x, x, terms=1))(x)
 

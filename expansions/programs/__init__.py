@@ -55,7 +55,10 @@ class Program:
                 Plan(graph, outputs, device)
         return _PLANS[key]
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise FuseError(f"expansions.fuse: keyword arguments ({', '.join(kwargs)}) are not traced: pass them "
+                            "positionally, or bind constants with functools.partial before fusing")
         key = (tuple(argument_key(a) for a in args), backends.cpu_backend().name)
         if key not in self._plans:
             self._plans[key] = (self.plan(*args), self.trace(*args)[1][0] == "tuple")
