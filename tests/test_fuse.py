@@ -336,3 +336,44 @@ def test_henon_example_as_a_program_prints_the_same(capsys):
         assert henon.main(["--orbits", "4", "--steps", "20", *extra]) == 0
         outs.append([ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("time:")])
     assert outs[0] == outs[1]
+
+
+# -- cpu="loop": one numba loop -------------------------------------------------------------------
+
+
+def _loop_cases(x, y, z):
+    def mix(x, y):
+        return -ex.sub(x, y, method="fast", renormalize=False), ex.add(x, y, renormalize=False) * x - 0.5
+
+    return [(lambda x, y, z: ex.mul(x, y, method="truncated") + z, (x, y, z)),
+            (_horner(x, [1.0, -0.5, 0.25, 3.0, -2.0, 0.125, 1.5, -1.0, 0.75]), (x,)),
+            (_henon, (x, y, 1.375, 0.3125)), (mix, (x, y))]
+
+
+@pytest.mark.parametrize("R, dtype", [(3, "float64"), (8, "float32")])
+def test_loop_programs_are_bit_identical(R, dtype):
+    fams = ("random", "verify", "nonfinite", "overflow", "zeros")
+    x = ex.from_terms(np.concatenate([terms_of((6,), R, dtype, f, R + k) for k, f in enumerate(fams)]))
+    y = ex.from_terms(np.concatenate([terms_of((6,), R, dtype, f, 2 * R + k) for k, f in enumerate(fams[::-1])]))
+    z = ex.from_terms(terms_of((1,), R, dtype, "random", 3))
+    for fn, args in _loop_cases(x, y, z):
+        assert_same(ex.fuse(fn, cpu="loop")(*args), fn(*args))
+    b = ex.from_terms(terms_of((2, 1), R, dtype, "random", 4))  # broadcasting, and an empty input
+    assert_same(ex.fuse(_loop_cases(x, y, z)[0][0], cpu="loop")(b, y, z), _loop_cases(x, y, z)[0][0](b, y, z))
+    e = ex.from_terms(terms_of((0,), R, dtype, "random", 5))
+    assert_same(ex.fuse(_henon, cpu="loop")(e, e, 1.375, 0.3125), _henon(e, e, 1.375, 0.3125))
+
+
+def loop_sqrt(x):
+    return ex.sqrt(x) + x
+
+
+def test_loop_refuses_what_it_does_not_run():
+    x = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
+    with pytest.raises(ex.FuseError, match=f"`sqrt` at {__file__}:{_line_of(loop_sqrt, 'ex.sqrt')}:"):
+        ex.fuse(loop_sqrt, cpu="loop")(x)
+    d = ex.from_terms(terms_of((3,), 2, "float64", "random", 1))
+    with pytest.raises(ex.FuseError, match="dw_times_dw1"):
+        ex.fuse(lambda a: a * a, cpu="loop")(d)
+    with pytest.raises(ValueError, match="cpu="):
+        ex.fuse(lambda a: a, cpu="numba")

@@ -17,9 +17,13 @@ from ..arraytype import ExpansionArray
 from ..backends import for_device
 from .cpu import Plan
 from .cuda import KernelPlan, cupy_launch
+from .loop import LoopPlan
 from .trace import FuseError, Tracer, argument_key, trace
 
 __all__ = ["fuse", "FuseError", "Tracer", "Program"]
+
+#: How programs run on the CPU (see :func:`fuse`).
+CPU_MODES = ("plan", "loop")
 
 #: Plans by (graph signature, output structure, device, backend name): the compiled programs.
 _PLANS: dict = {}
@@ -28,8 +32,11 @@ _PLANS: dict = {}
 class Program:
     """A fused function: ``Program(fn)(*args)`` runs ``fn`` traced (see :func:`fuse`)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, cpu: str = "plan"):
+        if cpu not in CPU_MODES:
+            raise ValueError(f"expansions.fuse: unknown cpu={cpu!r}: use one of {CPU_MODES}")
         self.fn = fn
+        self.cpu = cpu
         self._traces: dict = {}
         self._plans: dict = {}  # (argument keys, CPU backend name): (plan, tuple of outputs or not)
         functools.update_wrapper(self, fn)
@@ -49,10 +56,12 @@ class Program:
         device = devices.pop() if devices else "cpu"
         outputs = tuple(("node", v) if kind == "node" else ("value", v) for kind, v in items)
         out_key = tuple((kind, v if kind == "node" else id(v)) for kind, v in items)
-        key = (graph.signature(), out_key, device, for_device(device).name)
+        key = (graph.signature(), out_key, device, for_device(device).name, self.cpu)
         if key not in _PLANS:
-            _PLANS[key] = KernelPlan(graph, outputs, device, cupy_launch) if device == "cuda" else \
-                Plan(graph, outputs, device)
+            if device == "cuda":
+                _PLANS[key] = KernelPlan(graph, outputs, device, cupy_launch)
+            else:
+                _PLANS[key] = LoopPlan(graph, outputs, device) if self.cpu == "loop" else Plan(graph, outputs, device)
         return _PLANS[key]
 
     def __call__(self, *args, **kwargs):
@@ -67,7 +76,7 @@ class Program:
         return tuple(items) if many else items[0]
 
 
-def fuse(fn=None):
+def fuse(fn=None, *, cpu: str = "plan"):
     """``expansions.fuse(fn)`` or ``@expansions.fuse``: ``fn`` traced into a program of the library's
     operations and run as one planned routine, with results bit-identical to ``fn`` op by op.
 
@@ -81,7 +90,14 @@ def fuse(fn=None):
     every call (values it reads from outside are captured then).  Anything else (Python control flow
     on a traced value, another function, indexing) raises :class:`FuseError` naming the construct and
     the source line.
+
+    ``cpu``: how a program runs on NumPy arrays.  ``"plan"`` (the default, every program): the
+    library's vectorized backend calls in the program's order, planned once
+    (:mod:`expansions.programs.cpu`).  ``"loop"``: one numba loop over the expansions with every
+    intermediate local (:mod:`expansions.programs.loop`), for programs of one format made of ``+``,
+    ``-``, ``*`` (safe, fast, truncated) and negation.  On cuda arrays a program is one CUDA kernel
+    either way (:mod:`expansions.programs.cuda`).  Every mode gives the bits of op by op.
     """
     if fn is None:
-        return fuse
-    return Program(fn)
+        return functools.partial(fuse, cpu=cpu)
+    return Program(fn, cpu)

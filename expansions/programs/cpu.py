@@ -117,14 +117,15 @@ class Plan:
         v = self._leaf_value(j, args)
         return tuple(v.shape) if hasattr(v, "shape") else ()
 
-    def _run(self, wanted: list, args) -> dict:
-        """The values (flat) of the nodes ``wanted`` (sorted ids, closed under ancestors), and the shape."""
+    def leaf_values(self, wanted: list, args, ids=None):
+        """The flat values of the inputs, constants and promoted operands among ``wanted`` (or ``ids``
+        of them), broadcast to the shape of ``wanted``'s leaves; and that shape."""
         nodes = self.graph.nodes
         leaves = [j for j in wanted if nodes[j].op in ("input", "const")]
         shape = np.broadcast_shapes(*[self._leaf_shape(j, args) for j in leaves])
         vals = {}
         with np.errstate(all="ignore"):
-            for j in wanted:
+            for j in (wanted if ids is None else ids):
                 n = nodes[j]
                 if n.op in ("input", "const"):
                     v = self._leaf_value(j, args)
@@ -138,8 +139,16 @@ class Plan:
                     v = self._leaf_value(src, args)
                     t = operand_terms(v, n.fmt[0], np.dtype(n.fmt[1]), self.device)
                     vals[j] = _flat(t, shape + (n.fmt[0],))
-                else:
-                    vals[j] = self.steps[j](*[vals[a] for a in n.args])
+        return vals, shape
+
+    def _run(self, wanted: list, args) -> dict:
+        """The values (flat) of the nodes ``wanted`` (sorted ids, closed under ancestors), and the shape."""
+        nodes = self.graph.nodes
+        vals, shape = self.leaf_values(wanted, args)
+        with np.errstate(all="ignore"):
+            for j in wanted:
+                if j not in vals:
+                    vals[j] = self.steps[j](*[vals[a] for a in nodes[j].args])
         return vals, shape
 
     def _output(self, i: int, vals: dict, shape: tuple, args, own: tuple):
