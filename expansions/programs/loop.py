@@ -21,7 +21,8 @@ import importlib
 import numpy as np
 
 from .. import dispatch
-from .cpu import Plan
+from ..promote import operand_terms
+from .cpu import Plan, _flat
 from .trace import FuseError, Graph
 
 _ALGORITHMS = ("safe", "fast", "truncated")
@@ -53,14 +54,15 @@ def loop_format(graph: Graph, wanted) -> tuple:
     return exps[0].fmt
 
 
-def loop_source(graph: Graph, wanted, inputs, outputs) -> tuple:
+def loop_source(graph: Graph, wanted, inputs, outputs, single=()) -> tuple:
     """(function name, Python source) of the loop computing ``wanted`` from the arrays of ``inputs``
-    (node ids, (count, R) terms) into ``outputs`` (node ids)."""
+    (node ids, (count, R) terms, or (1, R) for those in ``single``: one element, broadcast) into
+    ``outputs`` (node ids)."""
     R, _ = loop_format(graph, wanted)
     nodes = graph.nodes
     arrays = [f"in{k}" for k in range(len(inputs))] + [f"out{k}" for k in range(len(outputs))]
     name = "program_" + hashlib.sha256(repr((graph.signature()[0], tuple(wanted), tuple(inputs),
-                                             tuple(outputs))).encode()).hexdigest()[:16]
+                                             tuple(outputs), tuple(single))).encode()).hexdigest()[:16]
     head = [f"def {name}({', '.join(arrays)}, count):",
             "    dt = in0.dtype",
             "    blocks = (count + BLOCK - 1) // BLOCK",
@@ -73,7 +75,7 @@ def loop_source(graph: Graph, wanted, inputs, outputs) -> tuple:
     body = []
     value = {}
     for k, i in enumerate(inputs):
-        value[i] = f"in{k}[i]"
+        value[i] = f"in{k}[0]" if i in single else f"in{k}[i]"
     for i in wanted:
         n = nodes[i]
         if i in value or n.op in ("input", "const"):  # float constants enter through their promotions
@@ -122,9 +124,9 @@ def compiled(name: str, source: str):
 
 
 class LoopPlan(Plan):
-    """A program run as one compiled loop: the inputs broadcast and flattened once as the planned
-    routine does (non-expansion operands promoted exactly as the public dispatch promotes them), then
-    one call of the loop."""
+    """A program run as one compiled loop: the inputs flattened (broadcast where an input of several
+    elements has another shape than the result; one-element operands read in place), non-expansion
+    operands promoted exactly as the public dispatch promotes them, then one call of the loop."""
 
     def __init__(self, graph: Graph, outputs: tuple, device: str):
         super().__init__(graph, outputs, device)
@@ -138,10 +140,23 @@ class LoopPlan(Plan):
             return {}, ()
         R, dt = loop_format(self.graph, wanted)
         leaves = [i for i in wanted if nodes[i].op in ("input", "const", "promote") and nodes[i].kind == "exp"]
-        vals, shape = self.leaf_values(wanted, args, leaves)
+        shape = np.broadcast_shapes(*[self._leaf_shape(j, args) for j in wanted if nodes[j].op in ("input", "const")])
         count = int(np.prod(shape, dtype=np.int64))
+        vals, single = {}, []
+        with np.errstate(all="ignore"):
+            for i in leaves:  # read in place; one-element operands (scalars) are not broadcast
+                n = nodes[i]
+                if n.op == "promote":
+                    t = operand_terms(self._leaf_value(n.args[0], args), R, np.dtype(dt), self.device)
+                else:
+                    t = self._leaf_value(i, args).terms
+                if t.size == R:
+                    vals[i] = np.ascontiguousarray(t).reshape(1, R)
+                    single.append(i)
+                else:
+                    vals[i] = _flat(t, shape + (R,))
         results = [np.empty((count, R), dtype=dt) for _ in outs]
-        name, source = loop_source(self.graph, wanted, leaves, outs)
+        name, source = loop_source(self.graph, wanted, leaves, outs, tuple(single))
         with np.errstate(all="ignore"):
             compiled(name, source)(*[vals[i] for i in leaves], *results, count)
         return dict(zip(outs, results)), shape
