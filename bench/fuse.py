@@ -17,6 +17,9 @@ Columns:
   of the program, its inputs read once plus its outputs written once (every intermediate stays in
   registers), computed from the arrays the kernel is given.  A model from array sizes, not a
   hardware counter.
+- ``loop``: ``expansions.fuse(fn, cpu="loop")``, the program as one numba loop over the expansions
+  (every intermediate local: its bytes are the CUDA program's, inputs once and outputs once); not
+  run at R = 2, whose default algorithms (double-word) the loop does not run yet.
 - ``time``: per call, the median of ``--repeats`` samples after a warm-up (each sample a loop of
   calls lasting about 50 ms; op-by-op and fused samples interleaved), op by op and fused, on the
   default CPU backend (the compiled engine unless numba is missing), and the speedup.  The machine
@@ -47,7 +50,7 @@ import expansions as ex
 from expansions import backends
 from expansions.__main__ import device_slug, environment
 from expansions.cuda.build import parse_ptxas_log
-from expansions.programs import Program
+from expansions.programs import FuseError, Program
 from expansions.programs.cpu import Plan
 from expansions.programs.cuda import compile_program, kernel_inputs
 
@@ -146,13 +149,20 @@ def measure(name, R, n, repeats):
     kernel_in = sum(n * R * itemsize if graph.nodes[i].op == "input" else R * itemsize
                     for i in kernel_inputs(graph, wanted))
     kernel_out = sum(n * R * itemsize for kind, _ in items if kind == "node")
-    (t_op, raw_op, k_op), (t_fused, raw_fused, k_fused) = _interleaved_times(
-        [lambda: fn(*args), lambda: program(*args)], repeats)
-    same = _bits(fn(*args)) == _bits(program(*args))
+    loop = Program(fn, cpu="loop")
+    try:
+        loop(*args)
+        fs = [lambda: fn(*args), lambda: program(*args), lambda: loop(*args)]
+    except FuseError:  # R = 2: the double-word defaults are not in the loop yet
+        loop, fs = None, [lambda: fn(*args), lambda: program(*args)]
+    timed = _interleaved_times(fs, repeats)
+    (t_op, raw_op, k_op), (t_fused, raw_fused, k_fused) = timed[:2]
+    same = _bits(fn(*args)) == _bits(program(*args)) and (loop is None or _bits(loop(*args)) == _bits(fn(*args)))
     return {"program": name, "R": R, "n": n, "calls_op_by_op": op_calls, "calls_fused_cpu": fused_calls,
             "calls_cuda_program": 1, "bytes_op_by_op": op_bytes, "bytes_fused_cpu": fused_bytes,
             "bytes_cuda_program": kernel_in + kernel_out, "time_op_by_op_s": t_op, "time_fused_s": t_fused,
-            "times_op_by_op_s": raw_op, "times_fused_s": raw_fused, "calls_per_sample": [k_op, k_fused],
+            "times_op_by_op_s": raw_op, "times_fused_s": raw_fused, "calls_per_sample": [t[2] for t in timed],
+            "time_loop_s": timed[2][0] if loop else None, "times_loop_s": timed[2][1] if loop else None,
             "bits_equal": same}
 
 
@@ -171,6 +181,12 @@ def _mb(b):
     return f"{b / 1e6:.3g}"
 
 
+def _loop(r):
+    if r.get("time_loop_s") is None:
+        return "not run (R = 2 defaults) | -"
+    return f"{1e3 * r['time_loop_s']:.3g} | {r['time_op_by_op_s'] / r['time_loop_s']:.2f}x"
+
+
 def _resources(r):
     if not r:
         return ""
@@ -182,13 +198,15 @@ def markdown(rows, header):
              "; ".join(f"{k}: {v}" for k, v in header.items()), "",
              __doc__.split("Columns:")[1].split("    python -m")[0].strip(), "",
              "| program | n | R | calls op by op | calls fused (CPU plan) | launches CUDA program | MB op by op | "
-             "MB fused (CPU plan) | MB CUDA program | time op by op (ms) | time fused (ms) | speedup | bits | sm_90 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "MB fused (CPU plan) | MB CUDA program or loop | time op by op (ms) | time fused (ms) | speedup | "
+             "time loop (ms) | speedup loop | bits | sm_90 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['program']} | {r['n']} | {r['R']} | {r['calls_op_by_op']} | {r['calls_fused_cpu']} | "
                      f"{r['calls_cuda_program']} | {_mb(r['bytes_op_by_op'])} | {_mb(r['bytes_fused_cpu'])} | "
                      f"{_mb(r['bytes_cuda_program'])} | {1e3 * r['time_op_by_op_s']:.3g} | "
                      f"{1e3 * r['time_fused_s']:.3g} | {r['time_op_by_op_s'] / r['time_fused_s']:.2f}x | "
+                     f"{_loop(r)} | "
                      f"{'equal' if r['bits_equal'] else 'DIFFER'} | {_resources(r.get('sm_90'))} |")
     return "\n".join(lines) + "\n"
 
