@@ -4,7 +4,8 @@
 (:mod:`expansions.programs.trace`) the first time it sees a combination of argument formats, ranks
 and scalar values, and caches it; each call then runs the graph's plan (:mod:`expansions.programs.cpu`)
 on the arguments.  The result is bit-identical to calling the function on the ExpansionArrays
-directly, op by op.  On cuda arrays the graph runs as one generated CUDA kernel
+directly, op by op.  With ``cpu="loop"`` the graph runs as one numba loop
+(:mod:`expansions.programs.loop`); on cuda arrays as one generated CUDA kernel
 (:mod:`expansions.programs.cuda`).
 """
 
