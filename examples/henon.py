@@ -67,6 +67,7 @@ agreement of a plain float64 iteration (a = fl(1.4), b = fl(0.3)) from the same 
     python examples/henon.py                 # 64 orbits, 1000 steps, on the CPU
     python examples/henon.py --quick         # 16 orbits, 100 steps (a few seconds)
     python examples/henon.py --device cuda   # the same on the GPU (terms in CuPy arrays)
+    python examples/henon.py --fused         # each step one program (expansions.fuse; on a GPU one kernel)
 """
 
 from __future__ import annotations
@@ -171,11 +172,20 @@ def bits(err, ref):
     return np.maximum(b, 0.0)
 
 
+def henon_step(x, y, a, b):
+    """One step, and the intermediates the bound needs: s = x*x, t = a*s, u = 1 - t, x' = u + y, y' = b*x."""
+    s = x * x
+    t = a * s
+    u = 1 - t
+    return s, t, u, u + y, b * x
+
+
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--quick", action="store_true", help="16 orbits, 100 steps")
+    ap.add_argument("--fused", action="store_true", help="the step as one program (expansions.fuse): the same bits")
     ap.add_argument("--terms", type=int, default=20, help="R, float64 terms (default 20: 1041 bits)")
     ap.add_argument("--orbits", type=int, default=None, help="default 64 (16 with --quick)")
     ap.add_argument("--steps", type=int, default=None, help="default 1000 (100 with --quick)")
@@ -193,6 +203,7 @@ def main(argv=None) -> int:
     P = args.ref_bits or 1200 + steps
     dev = args.device
     t_start = time.perf_counter()
+    step = ex.fuse(henon_step) if args.fused else henon_step
 
     try:
         a = ex.array("1.4", terms=R, device=dev)
@@ -286,11 +297,9 @@ def main(argv=None) -> int:
             break
 
         # ---- one step of the expansions
-        s = x * x
-        t = a * s
-        u = 1 - t
-        xn = u + y
-        yn = b * x
+        s, t, u, xn, yn = step(x, y, a, b)
+        if k == 0 and args.fused:  # the program gives the bits of the operations one by one
+            assert all((p.terms == q.terms).all() for p, q in zip((s, t, u, xn, yn), henon_step(x, y, a, b)))
         x_lead, s_lead = leading(x), leading(s)
         r_x = (amag * (Bm_s * x_lead**2 + U_s) + (Bm_s * np.abs(a0 * s_lead) + U_s)
                + Ba_s * (1.0 + magnitude(t)) + Ba_s * (magnitude(u) + magnitude(y))) * INFL

@@ -75,6 +75,7 @@ from .manipulation import (
     zeros_like,
 )
 from .operations import absolute, add, div, mul, negative, reciprocal, renormalize, sqrt, sub
+from .programs import FuseError, fuse
 from .reduce import (
     dot,
     matmul,
@@ -144,6 +145,8 @@ __all__ = [
     "from_terms",
     "full",
     "full_like",
+    "fuse",
+    "FuseError",
     "isfinite",
     "isinf",
     "isnan",

@@ -36,6 +36,18 @@ from .text import format_scalar, format_spec
 HANDLED: dict = {}
 
 
+class Traced:
+    """Marker base of the tracers of :mod:`expansions.programs`: a public operation that receives one
+    hands its call to ``HANDLED["traced"]`` (the tracer records it in a program's graph)."""
+
+    __slots__ = ()
+
+
+def traced(*values) -> bool:
+    """Whether any of ``values`` is a tracer of :mod:`expansions.programs`."""
+    return any(isinstance(v, Traced) for v in values)
+
+
 def implements(key):
     """Register the decorated function as the implementation of ``key`` (a NumPy function, or the
     name of a protocol entry point) for ExpansionArrays."""

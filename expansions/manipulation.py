@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import formats as F
-from .arraytype import HANDLED, ExpansionArray, implements
+from .arraytype import HANDLED, ExpansionArray, implements, traced
 from .backends import xp_of
 from .numpy_protocol import write_out
 from .operations import _as_format
@@ -223,6 +223,8 @@ def where(condition, x=None, y=None):
     """``np.where(condition, x, y)``: x where the (boolean, NumPy or CuPy on the operands' device)
     condition holds, else y, broadcast together; x and y promoted exactly to the wider format.  The
     one-argument form is NumPy's on the condition."""
+    if traced(condition, x, y):
+        return HANDLED["traced"]("where", condition, x, y)
     if x is None and y is None:
         if isinstance(condition, ExpansionArray):
             raise TypeError("np.where(x) of an ExpansionArray: use np.nonzero(x != 0)")

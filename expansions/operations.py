@@ -22,7 +22,7 @@ import numpy as np
 
 from . import dispatch
 from . import formats as F
-from .arraytype import HANDLED, ExpansionArray, implements
+from .arraytype import HANDLED, ExpansionArray, implements, traced
 from .backends import cpu as twins
 from .backends import for_terms, to_numpy, xp_of
 from .promote import operand_terms
@@ -115,6 +115,8 @@ def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=
     """The one dispatch helper of the arithmetic ('add', 'sub', 'mul', 'div'): promote exactly,
     broadcast, run the kernel the method stands for, renormalize.  An operand of a type the expansions
     do not know raises :class:`expansions.convert.Unsupported` (a TypeError)."""
+    if traced(x, y):  # inside expansions.fuse: record the operation
+        return HANDLED["traced"](op, x, y, method=method, renormalize=renormalize, terms=terms, dtype=dtype)
     one_term_divisor = op == "div" and not isinstance(y, ExpansionArray)
     x, y = operands(x, y, terms, dtype)
     R = x.nterms
@@ -132,6 +134,8 @@ def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=
 
 def unary(op: str, x, method: str = "auto", renormalize: bool = True) -> ExpansionArray:
     """'sqrt' and 'reciprocal' of an ExpansionArray through the kernel :mod:`expansions.dispatch` picks."""
+    if traced(x):
+        return HANDLED["traced"](op, x, method=method, renormalize=renormalize)
     if not isinstance(x, ExpansionArray):
         raise TypeError(f"{op} expects an ExpansionArray")
     R = x.nterms
@@ -147,6 +151,8 @@ def unary(op: str, x, method: str = "auto", renormalize: bool = True) -> Expansi
 @implements(np.negative)
 def negative(x: ExpansionArray) -> ExpansionArray:
     """-x (exact: every term negated)."""
+    if traced(x):
+        return HANDLED["traced"]("negative", x)
     return ExpansionArray(for_terms(x.terms).negate(x.terms.reshape(-1, x.nterms)).reshape(x.terms.shape))
 
 
@@ -175,6 +181,8 @@ def sign(x: ExpansionArray):
 @implements(np.absolute)
 def absolute(x: ExpansionArray) -> ExpansionArray:
     """|x| (exact): x negated where its value is negative."""
+    if traced(x):
+        return HANDLED["traced"]("absolute", x)
     xp = xp_of(x.terms)
     return ExpansionArray(xp.where((sign(x) < 0)[..., None], -x.terms, x.terms))
 
@@ -186,6 +194,8 @@ def compare(op: str, x, y):
     comparison of the leading terms decides (an expansion with a non-finite leading term is that IEEE
     value); a NaN anywhere in a row makes every comparison but 'ne' false.  An operand of a type the
     expansions do not know raises :class:`expansions.convert.Unsupported`."""
+    if traced(x, y):
+        return HANDLED["traced"](op, x, y)
     x, y = operands(x, y)
     xt, yt, shape = flat_pair(x, y)
     xp = xp_of(xt)

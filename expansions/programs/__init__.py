@@ -1,0 +1,104 @@
+"""Programs: a function of expansions traced once and run as one routine (``expansions.fuse``).
+
+:func:`fuse` traces the user's function into a graph of the library's operations
+(:mod:`expansions.programs.trace`) the first time it sees a combination of argument formats, ranks
+and scalar values, and caches it; each call then runs the graph's plan (:mod:`expansions.programs.cpu`)
+on the arguments.  The result is bit-identical to calling the function on the ExpansionArrays
+directly, op by op.  With ``cpu="loop"`` the graph runs as one numba loop
+(:mod:`expansions.programs.loop`); on cuda arrays as one generated CUDA kernel
+(:mod:`expansions.programs.cuda`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .. import backends
+from ..arraytype import ExpansionArray
+from ..backends import for_device
+from .cpu import Plan
+from .cuda import KernelPlan, cupy_launch
+from .loop import LoopPlan
+from .trace import FuseError, Tracer, argument_key, trace
+
+__all__ = ["fuse", "FuseError", "Tracer", "Program"]
+
+#: How programs run on the CPU (see :func:`fuse`).
+CPU_MODES = ("plan", "loop")
+
+#: Plans by (graph signature, output structure, device, backend name): the compiled programs.
+_PLANS: dict = {}
+
+
+class Program:
+    """A fused function: ``Program(fn)(*args)`` runs ``fn`` traced (see :func:`fuse`)."""
+
+    def __init__(self, fn, cpu: str = "plan"):
+        if cpu not in CPU_MODES:
+            raise ValueError(f"expansions.fuse: unknown cpu={cpu!r}: use one of {CPU_MODES}")
+        self.fn = fn
+        self.cpu = cpu
+        self._traces: dict = {}
+        self._plans: dict = {}  # (argument keys, CPU backend name): (plan, tuple of outputs or not)
+        functools.update_wrapper(self, fn)
+
+    def trace(self, *args):
+        """(graph, outputs) of the function for these arguments (cached by :func:`argument_key`)."""
+        key = tuple(argument_key(a) for a in args)
+        if key not in self._traces:
+            self._traces[key] = trace(self.fn, args)
+        return self._traces[key]
+
+    def plan(self, *args) -> Plan:
+        graph, (_, items) = self.trace(*args)
+        devices = {a.device for a in args if isinstance(a, ExpansionArray)}
+        if len(devices) > 1:
+            raise ValueError(f"operands on different devices: {sorted(devices)}")
+        device = devices.pop() if devices else "cpu"
+        outputs = tuple(("node", v) if kind == "node" else ("value", v) for kind, v in items)
+        out_key = tuple((kind, v if kind == "node" else id(v)) for kind, v in items)
+        key = (graph.signature(), out_key, device, for_device(device).name, self.cpu)
+        if key not in _PLANS:
+            if device == "cuda":
+                _PLANS[key] = KernelPlan(graph, outputs, device, cupy_launch)
+            else:
+                _PLANS[key] = LoopPlan(graph, outputs, device) if self.cpu == "loop" else Plan(graph, outputs, device)
+        return _PLANS[key]
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise FuseError(f"expansions.fuse: keyword arguments ({', '.join(kwargs)}) are not traced: pass them "
+                            "positionally, or bind constants with functools.partial before fusing")
+        key = (tuple(argument_key(a) for a in args), backends.cpu_backend().name)
+        if key not in self._plans:
+            self._plans[key] = (self.plan(*args), self.trace(*args)[1][0] == "tuple")
+        plan, many = self._plans[key]
+        items = plan(args)
+        return tuple(items) if many else items[0]
+
+
+def fuse(fn=None, *, cpu: str = "plan"):
+    """``expansions.fuse(fn)`` or ``@expansions.fuse``: ``fn`` traced into a program of the library's
+    operations and run as one planned routine, with results bit-identical to ``fn`` op by op.
+
+    ``fn`` takes ExpansionArrays and float or boolean arrays (traced: they may change between calls
+    with the same formats and ranks), and Python or NumPy scalars (constants of the program: a new
+    value traces again); it may use ``+ - * /``, comparisons, unary ``-``, ``abs``,
+    :func:`expansions.add`/``sub``/``mul``/``div`` with ``method=``, ``renormalize=``, ``terms=``,
+    ``dtype=``, :func:`expansions.sqrt`, :func:`expansions.reciprocal`, :func:`expansions.where`, and
+    the NumPy ufuncs of these; it returns a traced value or a tuple of them.  The function is traced
+    once per combination of argument formats, ranks and scalars: Python code in it runs then, not at
+    every call (values it reads from outside are captured then).  Anything else (Python control flow
+    on a traced value, another function, indexing) raises :class:`FuseError` naming the construct and
+    the source line.
+
+    ``cpu``: how a program runs on NumPy arrays.  ``"plan"`` (the default, every program): the
+    library's vectorized backend calls in the program's order, planned once
+    (:mod:`expansions.programs.cpu`).  ``"loop"``: one numba loop over the expansions with every
+    intermediate local (:mod:`expansions.programs.loop`), for programs of one format made of ``+``,
+    ``-``, ``*`` (safe, fast, truncated) and negation.  On cuda arrays a program is one CUDA kernel
+    either way (:mod:`expansions.programs.cuda`).  Every mode gives the bits of op by op.
+    """
+    if fn is None:
+        return functools.partial(fuse, cpu=cpu)
+    return Program(fn, cpu)
