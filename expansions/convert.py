@@ -22,7 +22,7 @@ import mpmath
 import numpy as np
 
 from . import formats as F
-from .backends import to_numpy, xp_of
+from .backends import cpu_backend, to_numpy, xp_of
 from .reference import fp as _fp
 from .reference.exact import exact_rows, fraction_from_mpf, round_to_expansion
 
@@ -222,6 +222,50 @@ def terms_from_floats(a: np.ndarray, R: int, dtype: np.dtype) -> np.ndarray:
     out[np.isnan(out[..., 0]), 0] = np.nan
     return out
 
+
+def round_terms(terms: np.ndarray, R: int):
+    """Expansions of one dtype (NumPy terms, shape (count, n)) correctly rounded to R < n terms, as
+    :func:`expansion_of_exact` rounds their exact values, vectorized: ``(out, done)``, with ``done``
+    False on the rows this fast path leaves to the exact one.
+
+    The value is renormalized (error-free, ulp-nonoverlapping v_0, v_1, ...), and each term is
+    q = RN(v_0 + v_1) with 2Sum's error e, the rest e + v_2 + ... renormalized again for the next
+    term.  q is RN(v) when |e + v_2 + ...| stays below half an ulp of q (a quarter where q is a power
+    of two and the rest points towards zero): certified by |e| + 2|v_2| + n 2^(emin-p+2) below that
+    limit, since |v_2 + v_3 + ...| <= |v_2| (1 + 2^(2-p)) plus subnormal ulps.  Rows with a
+    non-finite term, a zero value, a leading term within 2^(p+1) ulps of the underflow threshold or
+    within a factor 2 of overflow, or a term that cannot be certified, are left to the caller."""
+    fmt = F.format_of(terms.dtype)
+    dt = terms.dtype
+    count, n = terms.shape
+    be = cpu_backend()
+    tiny = np.ldexp(dt.type(1), fmt.emin - fmt.p + 2) * n
+    with np.errstate(all="ignore"):
+        done = np.isfinite(terms).all(axis=1)
+        v = be.renormalize(np.where(done[:, None], terms, 0).astype(dt), n)
+        lead = np.abs(v[:, 0])
+        done &= (lead != 0) & (lead >= np.ldexp(dt.type(1), fmt.emin + fmt.p + 1)) & \
+            (lead < np.ldexp(dt.type(1), fmt.emax))
+        out = np.zeros((count, R), dtype=dt)
+        for k in range(R):
+            v0, v1 = v[:, 0], v[:, 1] if v.shape[1] > 1 else np.zeros_like(v[:, 0])
+            v2 = v[:, 2] if v.shape[1] > 2 else np.zeros_like(v0)
+            q = v0 + v1
+            z = q - v0
+            e = (v0 - (q - z)) + (v1 - z)  # 2Sum: v0 + v1 = q + e exactly
+            rest = e + v2  # the sign of the rest: that of e + v_2 + ... when certified below
+            ulp = np.spacing(np.abs(q))
+            pow2 = np.frexp(np.abs(q))[0] == 0.5
+            limit = np.where(pow2 & (np.sign(rest) * np.sign(q) < 0), ulp / 4, ulp / 2)
+            ok = (np.abs(e) + 2 * np.abs(v2) + tiny < limit) | (q == 0)
+            done &= ok
+            out[:, k] = q
+            remaining = np.concatenate([e[:, None], v[:, 2:]], axis=1)
+            if remaining.shape[1] == 0 or k == R - 1:
+                break
+            v = be.renormalize(np.ascontiguousarray(remaining), remaining.shape[1])
+        out[:, 1:] = out[:, 1:] + dt.type(0)  # zero terms after the leading one are +0.0
+    return out, done
 
 
 def exact_values(terms, f):

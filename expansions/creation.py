@@ -10,7 +10,7 @@ import numpy as np
 from . import formats as F
 from .arraytype import ExpansionArray, implements
 from .backends import check_device, to_numpy, xp_of
-from .convert import exact_scalar_for, expansion_of_exact, terms_from_floats
+from .convert import exact_scalar_for, expansion_of_exact, round_terms, terms_from_floats
 from .generate import random_terms
 
 
@@ -39,7 +39,14 @@ def array(obj, terms: int = 2, dtype="float64", device: str = "cpu") -> Expansio
             t = to_numpy(obj.terms)
             pad = np.zeros(t.shape[:-1] + (R - obj.nterms,), dtype=dt)
             return ExpansionArray(np.concatenate([t, pad], axis=-1)).to_device(device)
-        obj = obj.to_decimal()  # fewer terms or another dtype: the exact value (signed zeros kept), rounded
+        if obj.dtype == dt and R < obj.nterms:  # fewer terms: vectorized, the exact path for the rest
+            t = to_numpy(obj.terms)
+            flat = t.reshape(-1, obj.nterms)
+            out, done = round_terms(flat, R)
+            if not done.all():
+                out[~done] = _round_objects(ExpansionArray(flat[~done]).to_decimal(), R, dt, fmt)
+            return ExpansionArray(out.reshape(t.shape[:-1] + (R,))).to_device(device)
+        obj = obj.to_decimal()  # another dtype: the exact value (signed zeros kept), rounded
     if xp_of(obj) is not np:
         obj = obj.get()
     if isinstance(obj, np.ndarray) and obj.dtype.kind not in "biufOUS":
@@ -47,6 +54,12 @@ def array(obj, terms: int = 2, dtype="float64", device: str = "cpu") -> Expansio
     if isinstance(obj, np.ndarray) and obj.dtype.kind == "f" and obj.dtype.itemsize <= 8:
         return ExpansionArray(terms_from_floats(obj, R, dt)).to_device(device)
     a = np.asarray(obj, dtype=object) if not isinstance(obj, np.ndarray) else obj.astype(object)
+    return ExpansionArray(_round_objects(a, R, dt, fmt)).to_device(device)
+
+
+def _round_objects(a, R: int, dt, fmt):
+    """Terms, shape a.shape + (R,), of the values of an array (or a scalar), each correctly rounded."""
+    a = np.asarray(a, dtype=object)
     flat = a.reshape(-1)
     out = np.zeros((flat.size, R), dtype=dt)
     for i, v in enumerate(flat):
@@ -54,7 +67,7 @@ def array(obj, terms: int = 2, dtype="float64", device: str = "cpu") -> Expansio
             raise TypeError("expansions.array: a sequence of ExpansionArrays is not a value; use "
                             "expansions.stack or expansions.concatenate")
         out[i] = expansion_of_exact(exact_scalar_for(v, R, fmt), R, fmt)
-    return ExpansionArray(out.reshape(a.shape + (R,))).to_device(device)
+    return out.reshape(a.shape + (R,))
 
 
 def from_terms(terms) -> ExpansionArray:

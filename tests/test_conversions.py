@@ -504,6 +504,30 @@ def test_array_of_an_expansion_array_rounds_its_exact_value(data, R, dtype, src)
         assert_terms(y[i], expected_terms(v, R, dtype), f"{x.terms[i].tolist()} -> {R} {dtype}")
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fewer_terms_near_ties_and_powers_of_two(dtype):
+    """ex.array(x, terms=R) of expansions built on rounding boundaries (a second term of exactly half an
+    ulp of the first, or a quarter below a power of two, with a third term of either sign or zero; at
+    R = 2 and 3), against the exact rounding: the vectorized path certifies only what is
+    certain and leaves the rest to the exact one."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(5)
+    rows = []
+    for _ in range(300):
+        base = dt.type(rng.choice([1.0, 1.5, -1.0, 2.0 ** 20 * 1.25]) * (1 + rng.integers(0, 8) * np.finfo(dt).eps))
+        ulp = np.spacing(np.abs(base))
+        second = rng.choice([ulp / 2, -ulp / 2, -ulp / 4, ulp / 4, ulp / 2 * (1 - np.finfo(dt).eps)])
+        third = rng.choice([0.0, 1.0, -1.0]) * np.abs(second) * np.finfo(dt).eps * rng.choice([1, 0.5, 0.25])
+        fourth = rng.choice([0.0, 1.0, -1.0]) * np.abs(third) * np.finfo(dt).eps
+        rows.append([base, second, third, fourth, 0.0])
+    t = np.array(rows, dtype=dt)
+    x = ex.from_terms(t)
+    for R in (2, 3):
+        y = ex.array(x, terms=R, dtype=dtype)
+        for i in range(len(rows)):
+            assert_terms(y[i], expected_terms(x[i].to_fraction(), R, dtype), f"{t[i].tolist()} -> {R}")
+
+
 # ----------------------------------------------------------------------------------------------
 # from_terms, from_dlpack: the terms as they are
 
