@@ -73,6 +73,7 @@ from .statistics import (
     prod,
     sort,
 )
+from .tuning import tune
 
 __version__ = "0.1.0"
 
@@ -146,6 +147,7 @@ __all__ = [
     "tolist",
     "transpose",
     "trunc",
+    "tune",
     "where",
     "zeros",
     "zeros_like",

@@ -18,11 +18,16 @@ them.
 2. the original program's error against it (a threshold the original does not meet is refused);
 3. a greedy search along the data flow: the nodes in decreasing order of cost (R^2 for products and
    quotients, R for sums), each lowered to the smallest R of :data:`LADDER` that keeps the program's
-   error within ``margin * rel_error`` with the choices made so far (then the fast addition where it
-   keeps it), as the thesis lowers one instruction at a time and keeps what validates;
-4. validation of the result on the samples and on fresh inputs near them (each input term multiplied
-   by 1 + d, |d| < 2^-20), against the reference at the same inputs: the largest relative error must
-   stay within ``rel_error``;
+   error within ``margin * rel_error`` with the choices made so far (by bisection, as the error falls
+   when R grows), then the fast addition where it keeps it, as the thesis lowers one instruction at a
+   time and keeps what validates (the report's "lowest R within the threshold"); then, by profiling
+   (``check_time``), each lowered node is put back to its declared precision where that makes the
+   program faster (rounding an operand to fewer terms has a cost of its own), and if the result is
+   not faster than the original, the original is kept, as the thesis validates its candidates by
+   profiling;
+4. every candidate is measured on the samples and on inputs near them (each input term multiplied by
+   1 + d, |d| < 2^-20, renormalized); the result is validated on other inputs near them, against the
+   reference at those inputs: the largest relative error must stay within ``rel_error``;
 5. the time of the original and the tuned program (fused, median of ``repeats``).
 
 The error of a program is the largest relative error of its expansion outputs over the elements
@@ -43,6 +48,7 @@ import numpy as np
 
 from . import operations
 from .arraytype import ExpansionArray
+from .backends import to_numpy
 from .programs import Program
 from .programs.trace import BINARY
 
@@ -60,6 +66,8 @@ class NodeChoice:
     declared_terms: int
     terms: int
     method: str
+    lowest_terms: int
+    lowest_method: str
 
 
 @dataclasses.dataclass
@@ -79,14 +87,17 @@ class Report:
         return self.original_seconds / self.tuned_seconds if self.tuned_seconds > 0 else float("inf")
 
     def markdown(self) -> str:
-        lines = [f"Threshold {self.rel_error:.3g} (relative); reference: every operation at R = {self.reference_terms}.",
+        lines = [f"Threshold {self.rel_error:.3g} (relative); reference: every operation at "
+                 f"R = {self.reference_terms}.",
                  f"Error on the samples: original {self.original_error:.3g}, tuned {self.tuned_error:.3g}; "
                  f"on fresh inputs near them: {self.validation_error:.3g}.",
                  f"Time (fused, samples): original {self.original_seconds:.4g} s, tuned {self.tuned_seconds:.4g} s "
                  f"({self.speedup:.2f}x); {self.candidates_tried} candidates run.", "",
-                 "| # | operation | line | declared R | tuned R | method |", "|---|---|---|---|---|---|"]
+                 "| # | operation | line | declared R | lowest R within the threshold (method) | tuned R (method) |",
+                 "|---|---|---|---|---|---|"]
         for n in self.nodes:
-            lines.append(f"| {n.index} | {n.op} | `{n.line}` | {n.declared_terms} | {n.terms} | {n.method} |")
+            lines.append(f"| {n.index} | {n.op} | `{n.line}` | {n.declared_terms} | {n.lowest_terms} "
+                         f"({n.lowest_method}) | {n.terms} ({n.method}) |")
         return "\n".join(lines) + "\n"
 
 
@@ -112,6 +123,7 @@ def program_error(got, want) -> float:
     docstring."""
     worst = 0.0
     for g, w in zip(_outputs(got), _outputs(want)):
+        g, w = (v.to_device("cpu") if isinstance(v, ExpansionArray) else to_numpy(v) for v in (g, w))
         if not isinstance(w, ExpansionArray):
             if not np.array_equal(np.asarray(g), np.asarray(w)):
                 return float("inf")
@@ -162,17 +174,17 @@ def _nearby(args, seed: int):
     rng = np.random.default_rng(seed)
     out = []
     for a in args:
-        if isinstance(a, ExpansionArray) and a.device == "cpu":
-            t = np.asarray(a.terms)
+        if isinstance(a, ExpansionArray):
+            t = to_numpy(a.terms)
             d = (1 + rng.uniform(-1, 1, t.shape) * 2.0 ** -20).astype(t.dtype)
-            out.append(ExpansionArray(operations.renormalize(ExpansionArray(t * d)).terms))
+            out.append(operations.renormalize(ExpansionArray(t * d)).to_device(a.device))
         else:
             out.append(a)
     return tuple(out)
 
 
 def tune(program, *samples, rel_error: float, reference_terms: int | None = None, margin: float = 0.25,
-         ladder=LADDER, methods: bool = True, repeats: int = 3, seed: int = 0) -> Tuned:
+         ladder=LADDER, methods: bool = True, check_time: bool = True, repeats: int = 3, seed: int = 0) -> Tuned:
     """Tune the precision of ``program`` (a function of expansions, or an ``expansions.fuse`` program)
     on the sample inputs ``samples`` for a largest relative error ``rel_error`` (see the module
     docstring).  Returns a :class:`Tuned` program with its :class:`Report`; raises ValueError when
@@ -189,8 +201,15 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     widest = max(R for _, _, R in declared)
     ref_R = reference_terms or min(32, 2 * widest)
     everything_at = {k: {"terms": ref_R} for k in range(len(declared))}
-    reference = _run(fn, everything_at, samples)
-    original_error = program_error(_run(fn, {}, samples), reference)
+    # the search runs on the samples and on inputs near them; the validation on other inputs near them
+    search = [(args, _run(fn, everything_at, args)) for args in (samples, _nearby(samples, seed))]
+    fresh = _nearby(samples, seed + 1)
+    fresh_reference = _run(fn, everything_at, fresh)
+
+    def error_of(overrides) -> float:
+        return max(program_error(_run(fn, overrides, args), ref) for args, ref in search)
+
+    original_error = error_of({})
     if not original_error <= rel_error:
         raise ValueError(f"expansions.tune: the program at its declared precision has a relative error of "
                          f"{original_error:.3g} on the samples, above the threshold {rel_error:.3g}: no lower "
@@ -202,31 +221,53 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     def error_with(k, change):
         nonlocal tried
         tried += 1
-        trial = {j: dict(c) for j, c in choice.items()}
+        trial = {j: c for j, c in choice.items() if c and j != k}
         trial[k] = change
-        return program_error(_run(fn, {j: c for j, c in trial.items() if c}, samples), reference)
+        return error_of(trial)
 
     cost = {k: (R * R if op in ("mul", "div") else R) for k, (op, _, R) in enumerate(declared)}
-    for k in sorted(cost, key=lambda k: (-cost[k], k)):
+    order = sorted(cost, key=lambda k: (-cost[k], k))
+    for k in order:
         op, _, R = declared[k]
-        for r in [r for r in ladder if r < R]:
-            if error_with(k, {"terms": r}) <= budget:
-                choice[k] = {"terms": r}
-                break
+        lower = [r for r in ladder if r < R]
+        lo, hi = 0, len(lower)  # bisection for the fewest terms that keep the error (errors fall as R grows)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if error_with(k, {"terms": lower[mid]}) <= budget:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo < len(lower):
+            choice[k] = {"terms": lower[lo]}
         r = choice[k].get("terms", R)
         if methods and op in ("add", "sub") and r > 2:
             fast = dict(choice[k], method="fast")
             if error_with(k, fast) <= budget:
                 choice[k] = fast
+    lowest = {k: dict(c) for k, c in choice.items()}
+    if check_time:  # fewer terms can cost more (rounding the operands): keep a change only if it pays
+        current = _timed(fn, {j: c for j, c in choice.items() if c}, samples, repeats)
+        for k in order:
+            if not choice[k]:
+                continue
+            trial = {j: c for j, c in choice.items() if c and j != k}
+            secs = _timed(fn, trial, samples, repeats)
+            tried += 1
+            if secs < current and error_of(trial) <= budget:
+                choice[k], current = {}, secs
     overrides = {k: c for k, c in choice.items() if c}
-    tuned_error = program_error(_run(fn, overrides, samples), reference)
-    near = _nearby(samples, seed)
-    validation_error = program_error(_run(fn, overrides, near), _run(fn, everything_at, near))
+    original_seconds = _timed(fn, {}, samples, repeats)
+    tuned_seconds = _timed(fn, overrides, samples, repeats) if overrides else original_seconds
+    if check_time and tuned_seconds >= original_seconds:  # nothing that pays: the program as declared
+        choice, overrides, tuned_seconds = {k: {} for k in choice}, {}, original_seconds
+    tuned_error = error_of(overrides)
+    validation_error = program_error(_run(fn, overrides, fresh), fresh_reference)
     if not max(tuned_error, validation_error) <= rel_error:
         raise ValueError(f"expansions.tune: the tuned program fails its validation ({tuned_error:.3g} on the "
-                         f"samples, {validation_error:.3g} near them, threshold {rel_error:.3g})")
+                         f"samples, {validation_error:.3g} on fresh inputs near them, threshold {rel_error:.3g})")
     nodes = [NodeChoice(k, op, line.split(": ", 1)[-1] if line else "", R, choice[k].get("terms", R),
-                        choice[k].get("method", "auto")) for k, (op, line, R) in enumerate(declared)]
-    report = Report(rel_error, ref_R, original_error, tuned_error, validation_error,
-                    _timed(fn, {}, samples, repeats), _timed(fn, overrides, samples, repeats), nodes, tried)
+                        choice[k].get("method", "auto"), lowest[k].get("terms", R), lowest[k].get("method", "auto"))
+             for k, (op, line, R) in enumerate(declared)]
+    report = Report(rel_error, ref_R, original_error, tuned_error, validation_error, original_seconds,
+                    tuned_seconds, nodes, tried)
     return Tuned(fn, overrides, report)
