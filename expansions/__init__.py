@@ -93,6 +93,7 @@ from .statistics import (
     prod,
     sort,
 )
+from .tuning import tune
 
 __version__ = "0.1.0"
 
@@ -184,6 +185,7 @@ __all__ = [
     "tolist",
     "transpose",
     "trunc",
+    "tune",
     "where",
     "zeros",
     "zeros_like",

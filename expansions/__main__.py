@@ -1,8 +1,10 @@
-"""Command line: ``python -m expansions info`` and ``python -m expansions verify``."""
+"""Command line: ``python -m expansions info``, ``python -m expansions verify`` and ``python -m expansions tune``."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import platform
 import subprocess
 import sys
@@ -10,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, backends, verify, verify_elementary
+from . import __version__, backends, tuning, verify, verify_elementary
 from . import formats as F
+from .arraytype import ExpansionArray
 from .backends import gpu_environment
 
 
@@ -140,6 +143,41 @@ def cmd_verify(args) -> int:
     return 1 if bad else 0
 
 
+def _load(spec: str):
+    """``MODULE:NAME`` (a dotted module, or a path to a .py file) -> (the object, its module)."""
+    where, _, name = spec.rpartition(":")
+    if not where or not name:
+        raise ValueError(f"expected MODULE:FUNCTION, not {spec!r}")
+    if where.endswith(".py"):
+        mspec = importlib.util.spec_from_file_location(Path(where).stem, where)
+        module = importlib.util.module_from_spec(mspec)
+        mspec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    return getattr(module, name), module
+
+
+def cmd_tune(args) -> int:
+    try:
+        fn, module = _load(args.program)
+        sampler = getattr(module, args.samples or f"{args.program.rpartition(':')[2]}_samples")
+    except (ValueError, ImportError, AttributeError, OSError) as exc:
+        print(f"tune: {exc}", file=sys.stderr)
+        return 2
+    if args.device == "cuda" and not gpu_environment().get("gpu_available", False):
+        print("tune: --device cuda needs a CUDA GPU visible to CuPy", file=sys.stderr)
+        return 2
+    samples = tuple(a.to_device(args.device) if isinstance(a, ExpansionArray) else a for a in sampler())
+    try:
+        tuned = tuning.tune(fn, *samples, rel_error=args.rel_error, repeats=args.repeats)
+    except ValueError as exc:
+        print(f"tune: {exc}", file=sys.stderr)
+        return 1
+    print(f"# {args.program} tuned for a relative error of {args.rel_error:g} ({args.device})\n")
+    print(tuned.report.markdown())
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m expansions", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -161,8 +199,15 @@ def main(argv=None) -> int:
     v.add_argument("--samples-by-terms", default="",
                    help="with --elementary: random cases per row for some R, e.g. '8:3000,16:1000,32:300' "
                         "(the others: --samples)")
+    t = sub.add_parser("tune", help="lower the precision of a program's operations within an error threshold")
+    t.add_argument("program", help="MODULE:FUNCTION or path/to/file.py:FUNCTION, a function of expansions")
+    t.add_argument("--rel-error", type=float, required=True, help="largest relative error allowed")
+    t.add_argument("--samples", default="", help="function of the module returning the sample arguments "
+                                                 "(default FUNCTION_samples)")
+    t.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    t.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
-    return {"info": cmd_info, "verify": cmd_verify}[args.cmd](args)
+    return {"info": cmd_info, "verify": cmd_verify, "tune": cmd_tune}[args.cmd](args)
 
 
 if __name__ == "__main__":

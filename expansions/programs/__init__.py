@@ -33,11 +33,14 @@ _PLANS: dict = {}
 class Program:
     """A fused function: ``Program(fn)(*args)`` runs ``fn`` traced (see :func:`fuse`)."""
 
-    def __init__(self, fn, cpu: str = "plan"):
+    def __init__(self, fn, cpu: str = "plan", overrides=None):
         if cpu not in CPU_MODES:
             raise ValueError(f"expansions.fuse: unknown cpu={cpu!r}: use one of {CPU_MODES}")
         self.fn = fn
         self.cpu = cpu
+        #: {k: {"terms": R, "method": name}}: parameters of the k-th arithmetic operation replaced
+        #: (what ``expansions.tune`` chooses); see :func:`expansions.programs.trace.trace`.
+        self.overrides = dict(overrides or {})
         self._traces: dict = {}
         self._plans: dict = {}  # (argument keys, CPU backend name): (plan, tuple of outputs or not)
         functools.update_wrapper(self, fn)
@@ -46,7 +49,7 @@ class Program:
         """(graph, outputs) of the function for these arguments (cached by :func:`argument_key`)."""
         key = tuple(argument_key(a) for a in args)
         if key not in self._traces:
-            self._traces[key] = trace(self.fn, args)
+            self._traces[key] = trace(self.fn, args, self.overrides)
         return self._traces[key]
 
     def plan(self, *args) -> Plan:

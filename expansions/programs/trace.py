@@ -15,6 +15,7 @@ support, an operation without an expansion operand.
 
 from __future__ import annotations
 
+import contextvars
 import linecache
 import sys
 from dataclasses import dataclass
@@ -291,8 +292,18 @@ def _promoted(g: Graph, i: int, fmt) -> int:
     return g.add(Node("promote", (i,), "exp", fmt, n.ndim, line=user_line()))
 
 
+#: While :func:`trace` runs with overrides (``expansions.tune``): {"count": k, "by_index": {k: changes}},
+#: the changes ({"terms": R, "method": name, "dtype": ...}) to the k-th arithmetic operation recorded.
+_OVERRIDES = contextvars.ContextVar("expansions_trace_overrides", default=None)
+
+
 def record(op: str, *operands, method="auto", renormalize=True, terms=None, dtype=None):
     """Append the node of ``op`` on ``operands`` to their graph; the tracer of its result."""
+    overrides = _OVERRIDES.get()
+    if overrides is not None and op in BINARY:
+        change = overrides["by_index"].get(overrides["count"], {})
+        overrides["count"] += 1
+        terms, method, dtype = change.get("terms", terms), change.get("method", method), change.get("dtype", dtype)
     g = _graph_of(operands)
     ids = [_node_id(g, v) for v in operands]
     ndim = max(g.nodes[i].ndim for i in ids)
@@ -358,9 +369,11 @@ def argument_key(v):
     raise FuseError(f"expansions.fuse: an argument of type {type(v).__name__} (pass expansions, arrays or scalars)")
 
 
-def trace(fn, args):
+def trace(fn, args, overrides=None):
     """(graph, output structure) of ``fn(*args)``: the output structure is ('one', item) or ('tuple',
-    items), each item ('node', id) for a traced result or ('value', v) for anything else."""
+    items), each item ('node', id) for a traced result or ('value', v) for anything else.
+    ``overrides``: {k: {"terms": R, "method": name, "dtype": dt}} replaces those parameters of the
+    k-th arithmetic operation (+ - * /, in the order the function performs them) while tracing."""
     g = Graph()
     traced_args = []
     for k, v in enumerate(args):
@@ -373,7 +386,12 @@ def trace(fn, args):
         else:
             node = Node("input", kind="bool" if v.dtype == bool else "float", ndim=v.ndim, index=k)
         traced_args.append(Tracer(g, g.add(node)))
-    result = fn(*traced_args)
+    token = _OVERRIDES.set({"count": 0, "by_index": dict(overrides)}) if overrides else None
+    try:
+        result = fn(*traced_args)
+    finally:
+        if token is not None:
+            _OVERRIDES.reset(token)
     many = isinstance(result, (tuple, list))
     items = tuple(("node", r.id) if isinstance(r, Tracer) else ("value", r) for r in (result if many else (result,)))
     for r in (result if many else (result,)):

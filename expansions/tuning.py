@@ -1,0 +1,273 @@
+"""Precision tuning of programs: the auto-tuner of Surineni 2017 (seed 004, chapters 6 and 7) for
+programs of this library.
+
+The thesis's tuner takes a program, a target device and an error threshold, lowers the precision of
+individual operations along the data flow (its Figures 28 and 31: in ``a*b + c`` the product can run
+at a lower precision than the sum) and validates each candidate by running it.  Here a program is a
+Python function of expansions, traced by :func:`expansions.fuse`; its arithmetic operations
+(``+ - * /``, in the order the function performs them) are the tunable nodes, and a candidate gives
+each node a number of terms R (``terms=`` of the operation, as a user would write it) and, for
+additions and subtractions with R > 2, the safe or the fast algorithm.  Square roots, reciprocals
+and negations run at the format of their operand, as in the library; they follow the choices above
+them.
+
+:func:`tune` measures, on the sample inputs:
+
+1. the reference: the program with every arithmetic operation at ``reference_terms`` (default twice
+   the widest declared R, at most 32);
+2. the original program's error against it (a threshold the original does not meet is refused);
+3. a greedy search along the data flow: the nodes in decreasing order of cost (R^2 for products and
+   quotients, R for sums), each lowered to the smallest R of :data:`LADDER` that keeps the program's
+   error within ``margin * rel_error`` with the choices made so far (by bisection, as the error falls
+   when R grows), then the fast addition where it keeps it, as the thesis lowers one instruction at a
+   time and keeps what validates (the report's "lowest R within the threshold"); then, by profiling
+   (``check_time``), each lowered node is put back to its declared precision where that makes the
+   program faster (rounding an operand to fewer terms has a cost of its own), and if the result is
+   not faster than the original, the original is kept, as the thesis validates its candidates by
+   profiling;
+4. every candidate is measured on the samples and on inputs near them (each input term multiplied by
+   1 + d, |d| < 2^-20, renormalized); the result is validated on other inputs near them, against the
+   reference at those inputs: the largest relative error must stay within ``rel_error``;
+5. the time of the original and the tuned program (fused, median of ``repeats``).
+
+The error of a program is the largest relative error of its expansion outputs over the elements
+(absolute where the reference is zero; boolean outputs must be equal; non-finite outputs must be the
+reference's).  The result, :class:`Tuned`, is callable like the program and carries the report.
+Limits, said plainly: the search is greedy (one pass over the nodes), the threshold holds for the
+samples and the inputs near them, not for every input, and no proven bound of the tuned program is
+composed here.  On the GPU the same search runs with the programs' CUDA kernels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+
+import numpy as np
+
+from . import operations
+from .arraytype import ExpansionArray
+from .backends import to_numpy
+from .programs import Program
+from .programs.trace import BINARY
+
+#: The numbers of terms the search tries, lowest first.
+LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
+
+
+@dataclasses.dataclass
+class NodeChoice:
+    """One arithmetic operation of the program: what it declared and what the tuner chose."""
+
+    index: int
+    op: str
+    line: str
+    declared_terms: int
+    terms: int
+    method: str
+    lowest_terms: int
+    lowest_method: str
+
+
+@dataclasses.dataclass
+class Report:
+    rel_error: float
+    reference_terms: int
+    original_error: float
+    tuned_error: float
+    validation_error: float
+    original_seconds: float
+    tuned_seconds: float
+    nodes: list
+    candidates_tried: int
+
+    @property
+    def speedup(self) -> float:
+        return self.original_seconds / self.tuned_seconds if self.tuned_seconds > 0 else float("inf")
+
+    def markdown(self) -> str:
+        lines = [f"Threshold {self.rel_error:.3g} (relative); reference: every operation at "
+                 f"R = {self.reference_terms}.",
+                 f"Error on the samples: original {self.original_error:.3g}, tuned {self.tuned_error:.3g}; "
+                 f"on fresh inputs near them: {self.validation_error:.3g}.",
+                 f"Time (fused, samples): original {self.original_seconds:.4g} s, tuned {self.tuned_seconds:.4g} s "
+                 f"({self.speedup:.2f}x); {self.candidates_tried} candidates run.", "",
+                 "| # | operation | line | declared R | lowest R within the threshold (method) | tuned R (method) |",
+                 "|---|---|---|---|---|---|"]
+        for n in self.nodes:
+            lines.append(f"| {n.index} | {n.op} | `{n.line}` | {n.declared_terms} | {n.lowest_terms} "
+                         f"({n.lowest_method}) | {n.terms} ({n.method}) |")
+        return "\n".join(lines) + "\n"
+
+
+class Tuned:
+    """The tuned program: call it like the original; ``overrides`` and ``report`` say what it does."""
+
+    def __init__(self, fn, overrides: dict, report: Report):
+        self.fn = fn
+        self.overrides = overrides
+        self.report = report
+        self._program = Program(fn, overrides)
+
+    def __call__(self, *args):
+        return self._program(*args)
+
+
+def _outputs(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+def program_error(got, want) -> float:
+    """The largest relative error of ``got`` against ``want`` (outputs of one program), see the module
+    docstring."""
+    worst = 0.0
+    for g, w in zip(_outputs(got), _outputs(want)):
+        g, w = (v.to_device("cpu") if isinstance(v, ExpansionArray) else to_numpy(v) for v in (g, w))
+        if not isinstance(w, ExpansionArray):
+            if not np.array_equal(np.asarray(g), np.asarray(w)):
+                return float("inf")
+            continue
+        wf = np.asarray(w.to_float(), dtype=np.float64)
+        g_terms = np.asarray(g.terms)
+        finite_w = np.isfinite(np.asarray(w.terms)).all(axis=-1)
+        finite_g = np.isfinite(g_terms).all(axis=-1)
+        if not np.array_equal(finite_w, finite_g):
+            return float("inf")
+        if not finite_w.all():  # the non-finite rule: the same leading value where the reference is not finite
+            lead_g, lead_w = g_terms[..., 0][~finite_w], np.asarray(w.terms)[..., 0][~finite_w]
+            if not np.array_equal(lead_g, lead_w, equal_nan=True):
+                return float("inf")
+        if not finite_w.any():
+            continue
+        with np.errstate(all="ignore"):
+            d = np.abs(np.asarray(operations.sub(g, w, terms=w.nterms, dtype=w.dtype).to_float(), dtype=np.float64))
+            scale = np.where(wf == 0, 1.0, np.abs(wf))
+            e = np.where(finite_w, d / scale, 0.0)
+        worst = max(worst, float(np.max(e)) if e.size else 0.0)
+    return worst
+
+
+def _declared(fn, samples):
+    """The arithmetic nodes of the program as declared: [(op, line, R)]."""
+    graph, _ = Program(fn).trace(*samples)
+    return [(n.op, n.line, n.fmt[0]) for n in graph.nodes if n.op in BINARY]
+
+
+def _run(fn, overrides, args):
+    return Program(fn, overrides)(*args)
+
+
+def _timed(fn, overrides, args, repeats: int) -> float:
+    prog = Program(fn, overrides)
+    prog(*args)  # traces and plans (and compiles), untimed
+    secs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        prog(*args)
+        secs.append(time.perf_counter() - t0)
+    return statistics.median(secs)
+
+
+def _nearby(args, seed: int):
+    """The arguments with every expansion term multiplied by 1 + d, |d| < 2^-20 (fresh nearby inputs)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for a in args:
+        if isinstance(a, ExpansionArray):
+            t = to_numpy(a.terms)
+            d = (1 + rng.uniform(-1, 1, t.shape) * 2.0 ** -20).astype(t.dtype)
+            out.append(operations.renormalize(ExpansionArray(t * d)).to_device(a.device))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def tune(program, *samples, rel_error: float, reference_terms: int | None = None, margin: float = 0.25,
+         ladder=LADDER, methods: bool = True, check_time: bool = True, repeats: int = 3, seed: int = 0) -> Tuned:
+    """Tune the precision of ``program`` (a function of expansions, or an ``expansions.fuse`` program)
+    on the sample inputs ``samples`` for a largest relative error ``rel_error`` (see the module
+    docstring).  Returns a :class:`Tuned` program with its :class:`Report`; raises ValueError when
+    the program at its declared precision does not meet the threshold, or when the tuned program
+    fails the validation."""
+    fn = program.fn if isinstance(program, Program) else program
+    if not callable(fn):
+        raise TypeError(f"expansions.tune: a function of expansions, not {type(program).__name__}")
+    if not rel_error > 0:
+        raise ValueError(f"rel_error must be positive, not {rel_error!r}")
+    declared = _declared(fn, samples)
+    if not declared:
+        raise ValueError("expansions.tune: the program has no arithmetic operation to tune")
+    widest = max(R for _, _, R in declared)
+    ref_R = reference_terms or min(32, 2 * widest)
+    everything_at = {k: {"terms": ref_R} for k in range(len(declared))}
+    # the search runs on the samples and on inputs near them; the validation on other inputs near them
+    search = [(args, _run(fn, everything_at, args)) for args in (samples, _nearby(samples, seed))]
+    fresh = _nearby(samples, seed + 1)
+    fresh_reference = _run(fn, everything_at, fresh)
+
+    def error_of(overrides) -> float:
+        return max(program_error(_run(fn, overrides, args), ref) for args, ref in search)
+
+    original_error = error_of({})
+    if not original_error <= rel_error:
+        raise ValueError(f"expansions.tune: the program at its declared precision has a relative error of "
+                         f"{original_error:.3g} on the samples, above the threshold {rel_error:.3g}: no lower "
+                         "precision can meet it (raise the program's terms, or the threshold)")
+    budget = margin * rel_error
+    choice = {k: {} for k in range(len(declared))}
+    tried = 0
+
+    def error_with(k, change):
+        nonlocal tried
+        tried += 1
+        trial = {j: c for j, c in choice.items() if c and j != k}
+        trial[k] = change
+        return error_of(trial)
+
+    cost = {k: (R * R if op in ("mul", "div") else R) for k, (op, _, R) in enumerate(declared)}
+    order = sorted(cost, key=lambda k: (-cost[k], k))
+    for k in order:
+        op, _, R = declared[k]
+        lower = [r for r in ladder if r < R]
+        lo, hi = 0, len(lower)  # bisection for the fewest terms that keep the error (errors fall as R grows)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if error_with(k, {"terms": lower[mid]}) <= budget:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo < len(lower):
+            choice[k] = {"terms": lower[lo]}
+        r = choice[k].get("terms", R)
+        if methods and op in ("add", "sub") and r > 2:
+            fast = dict(choice[k], method="fast")
+            if error_with(k, fast) <= budget:
+                choice[k] = fast
+    lowest = {k: dict(c) for k, c in choice.items()}
+    if check_time:  # fewer terms can cost more (rounding the operands): keep a change only if it pays
+        current = _timed(fn, {j: c for j, c in choice.items() if c}, samples, repeats)
+        for k in order:
+            if not choice[k]:
+                continue
+            trial = {j: c for j, c in choice.items() if c and j != k}
+            secs = _timed(fn, trial, samples, repeats)
+            tried += 1
+            if secs < current and error_of(trial) <= budget:
+                choice[k], current = {}, secs
+    overrides = {k: c for k, c in choice.items() if c}
+    original_seconds = _timed(fn, {}, samples, repeats)
+    tuned_seconds = _timed(fn, overrides, samples, repeats) if overrides else original_seconds
+    if check_time and tuned_seconds >= original_seconds:  # nothing that pays: the program as declared
+        choice, overrides, tuned_seconds = {k: {} for k in choice}, {}, original_seconds
+    tuned_error = error_of(overrides)
+    validation_error = program_error(_run(fn, overrides, fresh), fresh_reference)
+    if not max(tuned_error, validation_error) <= rel_error:
+        raise ValueError(f"expansions.tune: the tuned program fails its validation ({tuned_error:.3g} on the "
+                         f"samples, {validation_error:.3g} on fresh inputs near them, threshold {rel_error:.3g})")
+    nodes = [NodeChoice(k, op, line.split(": ", 1)[-1] if line else "", R, choice[k].get("terms", R),
+                        choice[k].get("method", "auto"), lowest[k].get("terms", R), lowest[k].get("method", "auto"))
+             for k, (op, line, R) in enumerate(declared)]
+    report = Report(rel_error, ref_R, original_error, tuned_error, validation_error, original_seconds,
+                    tuned_seconds, nodes, tried)
+    return Tuned(fn, overrides, report)
