@@ -108,7 +108,7 @@ class Tuned:
         self.fn = fn
         self.overrides = overrides
         self.report = report
-        self._program = Program(fn, overrides)
+        self._program = Program(fn, overrides=overrides)
 
     def __call__(self, *args):
         return self._program(*args)
@@ -155,11 +155,11 @@ def _declared(fn, samples):
 
 
 def _run(fn, overrides, args):
-    return Program(fn, overrides)(*args)
+    return Program(fn, overrides=overrides)(*args)
 
 
 def _timed(fn, overrides, args, repeats: int) -> float:
-    prog = Program(fn, overrides)
+    prog = Program(fn, overrides=overrides)
     prog(*args)  # traces and plans (and compiles), untimed
     secs = []
     for _ in range(repeats):

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _error_on(tuned, fn, args, ref_terms):
     """The tuned program's error on ``args`` against ``fn`` with every operation at ``ref_terms``."""
     n_ops = len(tuned.report.nodes)
-    ref = Program(fn, {k: {"terms": ref_terms} for k in range(n_ops)})(*args)
+    ref = Program(fn, overrides={k: {"terms": ref_terms} for k in range(n_ops)})(*args)
     return program_error(tuned(*args), ref)
 
 
