@@ -5,7 +5,8 @@ module parses it into instructions and classifies each warp instruction (design 
 Tools (the ``model`` extra of ``pyproject.toml``): the NVRTC library ``libnvrtc.so.13`` of the
 ``nvidia-cuda-nvrtc`` wheel, loaded here through ``ctypes`` (CuPy's binding is tied to the NVRTC of
 its CUDA major version: ``cupy-cuda12x`` loads NVRTC 12), and the ``nvdisasm`` executable of the
-``nvidia-cuda-nvdisasm`` wheel.  ``$EXPANSIONS_NVRTC`` and ``$EXPANSIONS_NVDISASM`` name other copies.
+``nvidia-cuda-nvdisasm`` wheel.  ``$EXPANSIONS_NVRTC13_LIBRARY`` and ``$EXPANSIONS_NVDISASM`` name
+other copies (``EXPANSIONS_NVRTC=1`` is run.sh's switch for installing CuPy, not a path).
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ def nvdisasm_path() -> str | None:
 
 
 def nvrtc_library() -> str | None:
-    """The NVRTC 13 library: ``$EXPANSIONS_NVRTC`` or the wheel's ``libnvrtc.so.13``; None if absent."""
-    env = os.environ.get("EXPANSIONS_NVRTC")
+    """The NVRTC 13 library: ``$EXPANSIONS_NVRTC13_LIBRARY`` or the wheel's ``libnvrtc.so.13``; None if absent."""
+    env = os.environ.get("EXPANSIONS_NVRTC13_LIBRARY")
     if env:
         return env
     p = _wheel_file("cu13", "lib", "libnvrtc.so.13")
