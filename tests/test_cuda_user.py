@@ -288,3 +288,44 @@ def test_gpu_user_kernel_equals_twins(dtype):
 def test_gpu_example_runs():
     ex_mod = _example()
     assert ex_mod.main(["--device", "cuda", "--quick"]) == 0
+
+
+def _cholesky_example():
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import cholesky_kernel
+    finally:
+        sys.path.pop(0)
+    return cholesky_kernel
+
+
+def test_nvrtc_compiles_the_cholesky_kernel():
+    _nvrtc_or_skip()
+    mod = _cholesky_example()
+    _, lowered, _ = U.compile(mod.KERNEL, [mod.name(2), mod.name(4)])
+    assert len(lowered) == 2
+
+
+@pytest.mark.parametrize("R", [2, 4])
+def test_cholesky_kernel_in_emulator_equals_its_twin(tmp_path, R):
+    """Seed 003's double 5x5 inversion, one matrix per thread with Expansion<double, R>: the kernel's
+    own source in the warp emulator gives the bits of its twin (the paper_repro algorithm on the
+    header's twins)."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to build the warp emulator")
+    mod = _cholesky_example()
+    from paper_repro.seed003_innocente import random_spd
+
+    A = np.ascontiguousarray(random_spd(40, np.random.default_rng(R)))
+    lib = emulated_library('#include "emu.h"\n' + U._inline(mod.KERNEL) +
+                           f'\nextern "C" void run(const double* a, double* o, long long n) {{ emu::launch(2, 32, '
+                           f"[=]{{ cholesky_twice<{R}>(a, o, n); }}); }}\n", tmp_path, f"cholesky{R}")
+    out = np.zeros((40, 5, 5, R))
+    lib.run(A.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p), ctypes.c_longlong(40))
+    assert np.array_equal(_bits(out), _bits(mod.cholesky_twice_twin(A, R)))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.available(), reason="no CUDA GPU visible to CuPy (expansions.cuda.available() is False)")
+def test_gpu_cholesky_example_runs():
+    assert _cholesky_example().main(["--device", "cuda", "--quick"]) == 0

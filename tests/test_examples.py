@@ -91,3 +91,8 @@ def test_linear_solve_quick():
 def test_user_kernel_quick():
     out = check_ok(run_example("user_kernel.py"))
     assert "relative error against S_N (mpmath)" in out
+
+
+def test_cholesky_kernel_quick():
+    out = check_ok(run_example("cholesky_kernel.py"))
+    assert "Expansion<double, 4>" in out
