@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ctypes
+import importlib
 import shutil
 import sys
 from fractions import Fraction
@@ -207,13 +208,13 @@ def _nvrtc_or_skip():
         pytest.skip("CuPy NVRTC unavailable; install expansions[cuda12]")
 
 
-def _example():
+def _example(name: str = "user_kernel"):
+    """An example program of examples/ as a module (its KERNEL, twin and main)."""
     sys.path.insert(0, str(ROOT / "examples"))
     try:
-        import user_kernel
+        return importlib.import_module(name)
     finally:
         sys.path.pop(0)
-    return user_kernel
 
 
 def test_nvrtc_compiles_header_and_example():
@@ -290,18 +291,9 @@ def test_gpu_example_runs():
     assert ex_mod.main(["--device", "cuda", "--quick"]) == 0
 
 
-def _cholesky_example():
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import cholesky_kernel
-    finally:
-        sys.path.pop(0)
-    return cholesky_kernel
-
-
 def test_nvrtc_compiles_the_cholesky_kernel():
     _nvrtc_or_skip()
-    mod = _cholesky_example()
+    mod = _example("cholesky_kernel")
     _, lowered, _ = U.compile(mod.KERNEL, [mod.name(2), mod.name(4)])
     assert len(lowered) == 2
 
@@ -313,7 +305,7 @@ def test_cholesky_kernel_in_emulator_equals_its_twin(tmp_path, R):
     header's twins)."""
     if shutil.which("g++") is None:
         pytest.skip("g++ is needed to build the warp emulator")
-    mod = _cholesky_example()
+    mod = _example("cholesky_kernel")
     from paper_repro.seed003_innocente import random_spd
 
     A = np.ascontiguousarray(random_spd(40, np.random.default_rng(R)))
@@ -328,4 +320,4 @@ def test_cholesky_kernel_in_emulator_equals_its_twin(tmp_path, R):
 @pytest.mark.gpu
 @pytest.mark.skipif(not cuda.available(), reason="no CUDA GPU visible to CuPy (expansions.cuda.available() is False)")
 def test_gpu_cholesky_example_runs():
-    assert _cholesky_example().main(["--device", "cuda", "--quick"]) == 0
+    assert _example("cholesky_kernel").main(["--device", "cuda", "--quick"]) == 0

@@ -100,6 +100,20 @@ struct NewtonSteps {
     static constexpr int value = (R <= 1 ? 0 : R <= 2 ? 1 : R <= 4 ? 2 : R <= 8 ? 3 : R <= 16 ? 4 : 5) + 1;
 };
 
+// The start of both Newton iterations: as = a 2^k (exact), x = 0 (its leading term is set by the
+// caller) and one = (1, 0, ..., 0).  Twin: _start, _scale and the zeros of reciprocal/sqrt.
+template <class T, int R>
+__device__ __forceinline__ void newton_start(const T (&a)[R], int k, T (&as)[R], T (&x)[R], T (&one)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+        as[i] = a[i];
+        x[i] = T(0);
+        one[i] = T(0);
+    }
+    scale_terms<T, R>(as, k);
+    one[0] = T(1);
+}
+
 // 1/a.  a = m 2^e (frexp, 1/2 <= |m| < 1) is scaled exactly to a 2^-e, then
 // x <- x + x (1 - a x) from x = RN(1 / a_0), then x 2^-e.  Twin: reciprocal in baselines/thread.py.
 template <class T, int R>
@@ -111,15 +125,8 @@ __device__ __forceinline__ void reciprocal_thread(const T (&a)[R], T (&r)[R]) {
     int e;
     frexp(a[0], &e);
     T as[R], x[R], one[R];
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-        as[i] = a[i];
-        x[i] = T(0);
-        one[i] = T(0);
-    }
-    scale_terms<T, R>(as, -e);
+    newton_start<T, R>(a, -e, as, x, one);
     x[0] = div_rn(T(1), as[0]);
-    one[0] = T(1);
 #pragma unroll 1
     for (int s = 0; s < NewtonSteps<R>::value; ++s) {
         T ax[R], d[R], xd[R];
@@ -166,15 +173,8 @@ __device__ __forceinline__ void sqrt_thread(const T (&a)[R], T (&r)[R]) {
     frexp(a[0], &e);
     const int even = e - (e & 1);
     T as[R], y[R], one[R];
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-        as[i] = a[i];
-        y[i] = T(0);
-        one[i] = T(0);
-    }
-    scale_terms<T, R>(as, -even);
+    newton_start<T, R>(a, -even, as, y, one);
     y[0] = div_rn(T(1), sqrt_rn(as[0]));
-    one[0] = T(1);
 #pragma unroll 1
     for (int s = 0; s < NewtonSteps<R>::value; ++s) {
         T yy[R], ayy[R], d[R], yd[R];
