@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arraytype import ExpansionArray
+from .arraytype import HANDLED, ExpansionArray, traced
 from .backends import for_terms
 from .cpu import elementary as twins
 from .elementwise import power
@@ -38,6 +38,8 @@ def _kernel(name: str, terms):
 
 
 def _unary(name: str, x) -> ExpansionArray:
+    if traced(x):  # inside expansions.fuse: record the function
+        return HANDLED["traced"](name, x)
     if not isinstance(x, ExpansionArray):
         raise TypeError(f"{name} expects an ExpansionArray, got {type(x).__name__} (make one with "
                         f"expansions.array)")
@@ -50,6 +52,8 @@ def _unary(name: str, x) -> ExpansionArray:
 
 def _binary(name: str, a, b) -> ExpansionArray:
     """Two operands promoted exactly to one format and broadcast, as the arithmetic does."""
+    if traced(a, b):
+        return HANDLED["traced"](name, a, b)
     a, b = operands(a, b)
     at, bt, shape = flat_pair(a, b)
     fn = _kernel(name, at)
@@ -145,6 +149,8 @@ def pow(x, y):  # noqa: A001 - the elementary function's name, as math.pow
     float, an array) takes exp(y log|x|) with the signs and special cases of IEEE 754 pow (x < 0 needs
     an integer y, else NaN)."""
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
+        if traced(x):
+            return HANDLED["traced"]("pow", x, y)
         if not isinstance(x, ExpansionArray):
             raise TypeError(f"pow expects an ExpansionArray base, got {type(x).__name__}")
         return power(x, y)

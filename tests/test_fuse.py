@@ -1,10 +1,10 @@
 """expansions.fuse: a traced program gives the same bits as its operations run one by one.
 
 Hypothesis builds random programs (a list of operations of the library over the inputs and earlier
-results, with methods, renormalize=, terms= and scalar constants), random R, dtypes and broadcast
-shapes, on input families with NaN, Inf, overflow, signed zeros and the verification's adversarial
-pairs; the same interpreter runs op by op and under ``expansions.fuse``, and every output must agree
-bit for bit (shape, dtype and the bytes of the terms).
+results, with methods, renormalize=, terms=, scalar constants and the elementary functions), random
+R, dtypes and broadcast shapes, on input families with NaN, Inf, overflow, signed zeros and the
+verification's adversarial pairs; the same interpreter runs op by op and under ``expansions.fuse``,
+and every output must agree bit for bit (shape, dtype and the bytes of the terms).
 """
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ def assert_same(fused, direct):
 
 # -- random programs ------------------------------------------------------------------------------
 
-OPS = ("add", "sub", "mul", "div", "sqrt", "reciprocal", "negative", "absolute", "where", "scalar")
+OPS = ("add", "sub", "mul", "div", "sqrt", "reciprocal", "negative", "absolute", "where", "scalar", "elementary")
+ELEMENTARY = ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "atan", "asin", "acos", "sinh",
+              "cosh", "tanh", "atan2", "pow")
 
 
 def interpret(program, n_out):
@@ -93,6 +95,9 @@ def interpret(program, n_out):
             elif op == "scalar":
                 s, side = opt
                 vals.append(s * a if side else a - s)
+            elif op == "elementary":
+                f = getattr(ex, opt)
+                vals.append(f(a, b) if opt in ("atan2", "pow") else f(a))
             elif op in ("sqrt", "reciprocal", "negative", "absolute"):
                 vals.append(getattr(ex, op)(a) if opt else {"sqrt": np.sqrt, "reciprocal": lambda v: 1 / v,
                                                              "negative": np.negative, "absolute": abs}[op](a))
@@ -127,6 +132,8 @@ def programs(draw):
             if terms not in (None, 2) and method.startswith(("dw", "qd")):
                 method = "auto"
             opt = (method, draw(st.booleans()), terms)
+        elif op == "elementary":
+            opt = draw(st.sampled_from(ELEMENTARY))
         elif op == "scalar":
             opt = (draw(st.sampled_from((0.5, -3.0, 0.0, 1.0, 2))), draw(st.booleans()))
         else:
@@ -257,7 +264,7 @@ def control_flow(x):
 
 
 def other_function(x):
-    return np.exp(x)
+    return np.cbrt(x)
 
 
 def attribute(x):
@@ -281,18 +288,18 @@ def bad_condition(x):
 
 
 def power(x):
-    return x ** 2
+    return x ** 2.5
 
 
 @pytest.mark.parametrize("fn, text, construct", [
     (control_flow, "if x > 0", "control flow"),
-    (other_function, "np.exp", "numpy.exp"),
+    (other_function, "np.cbrt", "numpy.cbrt"),
     (attribute, "x.sum()", "`.sum`"),
     (indexing, "x[0]", "indexing"),
     (floats_only, "a * a", "without an expansion operand"),
     (bad_method, "method=", "method='truncated'"),
     (bad_condition, "ex.where", "not boolean"),
-    (power, "x ** 2", "`**`"),
+    (power, "x ** 2.5", "`**`"),
 ])
 def test_errors_name_the_construct_and_the_line(fn, text, construct):
     x = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
@@ -377,3 +384,70 @@ def test_loop_refuses_what_it_does_not_run():
         ex.fuse(lambda a: a * a, cpu="loop")(d)
     with pytest.raises(ValueError, match="cpu="):
         ex.fuse(lambda a: a, cpu="numba")
+
+
+# -- the elementary functions in programs ----------------------------------------------------------
+
+UNARY_ELEMENTARY = ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "atan", "asin", "acos",
+                    "sinh", "cosh", "tanh")
+UFUNC_OF = {"atan": np.arctan, "asin": np.arcsin, "acos": np.arccos}
+
+
+def _elementary_args(R, dtype, seed):
+    """Arguments over the functions' domains, with specials: zeros, +-inf, NaN, huge, tiny."""
+    rng = np.random.default_rng(seed)
+    with np.errstate(over="ignore"):
+        v = np.concatenate([rng.uniform(-3, 3, 9), rng.uniform(-1, 1, 4), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e300,
+                                                                            -1e-300, 700.0, 1.0]]).astype(dtype)
+    return ex.array(v, dtype=dtype, terms=R) + ex.array(rng.uniform(-1, 1, v.size) * 2.0**-40, dtype=dtype, terms=R)
+
+
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (4, "float64"), (3, "float32"), (8, "float64")])
+def test_elementary_functions_in_programs_are_bit_identical(R, dtype):
+    """Every elementary function, called as ex.f and as its ufunc, inside a program with arithmetic
+    around it, against the same calls op by op."""
+    x = _elementary_args(R, dtype, R)
+    y = _elementary_args(R, dtype, R + 7)
+
+    def fn(x, y):
+        outs = []
+        for name in UNARY_ELEMENTARY:
+            f = getattr(ex, name)
+            u = UFUNC_OF.get(name, getattr(np, name))
+            outs.append(f(x * y) + u(y))
+        outs.append(ex.atan2(y, x) - np.arctan2(x, 0.5))
+        outs.append(ex.pow(x, y) * ex.pow(y, 2.0) + ex.pow(x, 3) + x ** -2 + np.power(y, 5))
+        return tuple(outs)
+
+    assert_same(ex.fuse(fn)(x, y), fn(x, y))
+
+
+def test_elementary_functions_of_mixed_formats_and_broadcasts():
+    """Two operands of different formats are promoted as op by op; broadcasting with a 0-d array."""
+    x = _elementary_args(4, "float64", 1).reshape(22, 1)
+    y = ex.array(0.75, terms=2, dtype="float32")
+
+    def fn(x, y):
+        return ex.atan2(x, y), ex.pow(y, x), ex.exp(y) * x
+
+    assert_same(ex.fuse(fn)(x, y), fn(x, y))
+
+
+def test_integer_powers_are_the_products_of_power():
+    """``x ** n`` in a program is recorded as expansions.elementwise.power computes it (the same
+    truncated products and reciprocal); ``x ** 0`` and non-integer ``**`` are refused."""
+    x = ex.from_terms(terms_of((6,), 4, "float64", "verify", 3))
+    for n in (1, 2, 3, 7, 16, -1, -5, np.int64(6)):
+        assert_same(ex.fuse(lambda x, n=n: x ** n + 1.0)(x), x ** n + 1.0)
+    graph, _ = ex.fuse(lambda x: x ** 7).trace(x)
+    assert [n.op for n in graph.nodes].count("mul") == 4  # x^2, x^4, x^3 = x x^2, x^7 = x^3 x^4
+    with pytest.raises(ex.FuseError, match="x \\*\\* 0"):
+        ex.fuse(lambda x: x ** 0)(x)
+
+
+def test_elementary_refusals():
+    x = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
+    with pytest.raises(ex.FuseError, match="`exp` of a traced bool"):
+        ex.fuse(lambda x: ex.exp(x > 0))(x)
+    with pytest.raises(ex.FuseError, match="cpu='loop'"):
+        ex.fuse(lambda x: ex.sin(x), cpu="loop")(x)

@@ -88,8 +88,10 @@ def fuse(fn=None, *, cpu: str = "plan"):
     with the same formats and ranks), and Python or NumPy scalars (constants of the program: a new
     value traces again); it may use ``+ - * /``, comparisons, unary ``-``, ``abs``,
     :func:`expansions.add`/``sub``/``mul``/``div`` with ``method=``, ``renormalize=``, ``terms=``,
-    ``dtype=``, :func:`expansions.sqrt`, :func:`expansions.reciprocal`, :func:`expansions.where`, and
-    the NumPy ufuncs of these; it returns a traced value or a tuple of them.  The function is traced
+    ``dtype=``, :func:`expansions.sqrt`, :func:`expansions.reciprocal`, :func:`expansions.where`, the
+    elementary functions (:mod:`expansions.elementary`; CPU programs only for now), ``x ** n`` for an
+    integer n (the products of :func:`expansions.elementwise.power`), and the NumPy ufuncs of these;
+    it returns a traced value or a tuple of them.  The function is traced
     once per combination of argument formats, ranks and scalars: Python code in it runs then, not at
     every call (values it reads from outside are captured then).  Anything else (Python control flow
     on a traced value, another function, indexing) raises :class:`FuseError` naming the construct and

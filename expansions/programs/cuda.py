@@ -33,7 +33,7 @@ from ..cuda.dw_kernels import functor
 from ..formats import format_of, group_width
 from ..promote import operand_terms
 from .cpu import Plan
-from .trace import BINARY, COMPARE, FuseError, Graph
+from .trace import BINARY, COMPARE, ELEMENTARY, ELEMENTARY2, FuseError, Graph
 
 #: The double-word algorithms selectable at R = 2 (dispatch.R2_METHODS), functors of dw.cuh.
 DOUBLE_WORD = frozenset(name for names in dispatch.R2_METHODS.values() for name in names)
@@ -59,6 +59,9 @@ def program_format(graph: Graph, wanted) -> tuple:
     compares = False
     for i in wanted:
         n = nodes[i]
+        if n.op in ELEMENTARY or n.op in ELEMENTARY2:
+            _refuse(n, "the elementary functions have no lane-group device functions in programs yet: "
+                       "run this program on the CPU (x.to_device('cpu'))")
         if n.op in COMPARE:
             compares = True
             if 2 * R > 32:

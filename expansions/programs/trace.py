@@ -33,11 +33,19 @@ _NUMPY = str(Path(np.__file__).resolve().parent)
 BINARY = ("add", "sub", "mul", "div")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 UNARY = ("sqrt", "reciprocal", "negative", "absolute")
+#: The elementary functions (:mod:`expansions.elementary`) of one operand, and of two (``atan2(y, x)``,
+#: ``pow(x, y)`` for an exponent that is not an integer: an integer one becomes its products).
+ELEMENTARY = ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "atan", "asin", "acos",
+              "sinh", "cosh", "tanh")
+ELEMENTARY2 = ("atan2", "pow")
 
 #: NumPy ufuncs a tracer takes, and the operation each stands for.
 UFUNCS = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div", np.sqrt: "sqrt",
           np.negative: "negative", np.absolute: "absolute", np.equal: "eq",
-          np.not_equal: "ne", np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge"}
+          np.not_equal: "ne", np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge",
+          np.exp: "exp", np.expm1: "expm1", np.log: "log", np.log1p: "log1p", np.log2: "log2", np.log10: "log10",
+          np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arctan: "atan", np.arcsin: "asin", np.arccos: "acos",
+          np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh", np.arctan2: "atan2", np.power: "power"}
 
 _OPERATOR_TEXT = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
                   "gt": ">", "ge": ">="}
@@ -68,8 +76,8 @@ def fail(what: str, hint: str = ""):
 class Node:
     """One value of a program.  ``op``: 'input' (argument ``index``), 'const' (``value``), 'promote' (a
     non-expansion operand ``args[0]`` promoted exactly to ``fmt``, as the public dispatch does), or an
-    operation of BINARY, COMPARE, UNARY or 'where' on the values ``args`` (node ids).  ``kind``:
-    'exp' (an expansion of format ``fmt`` = (R, dtype name)), 'bool' or 'float' (a NumPy array).
+    operation of BINARY, COMPARE, UNARY, ELEMENTARY, ELEMENTARY2 or 'where' on the values ``args``
+    (node ids).  ``kind``: 'exp' (an expansion of format ``fmt`` = (R, dtype name)), 'bool' or 'float' (a NumPy array).
     ``params``: (method, renormalize, terms, dtype) of the arithmetic; ``one_term``: a division whose
     divisor is not an expansion (the cheaper one-term kernel may run, as in the public dispatch)."""
 
@@ -164,7 +172,7 @@ class Tracer(Traced):
         if name.startswith("__"):  # a protocol probe (NumPy's, copy's): not there
             raise AttributeError(name)
         fail(f"the attribute `.{name}` of a traced value", "a program uses only the arithmetic, comparisons, "
-             "sqrt, reciprocal, abs, negation and where")
+             "sqrt, reciprocal, abs, negation, where and the elementary functions")
 
     def __bool__(self):
         fail("Python control flow on a traced value (`if`, `while`, `and`, `or`, `not`, bool())",
@@ -216,9 +224,10 @@ class Tracer(Traced):
         return record("absolute", self)
 
     def __pow__(self, other):
-        fail("`**`", "write the products out")
+        return record("power", self, other)
 
-    __rpow__ = __pow__
+    def __rpow__(self, other):
+        fail("`**` with a traced exponent and a base that is not an expansion", "use expansions.pow(base, x)")
 
     def __matmul__(self, other):
         fail("`@`", "a program is elementwise")
@@ -304,6 +313,8 @@ def record(op: str, *operands, method="auto", renormalize=True, terms=None, dtyp
         change = overrides["by_index"].get(overrides["count"], {})
         overrides["count"] += 1
         terms, method, dtype = change.get("terms", terms), change.get("method", method), change.get("dtype", dtype)
+    if op in ("pow", "power") and _integer(operands[1]):
+        return _integer_power(operands[0], int(operands[1]))
     g = _graph_of(operands)
     ids = [_node_id(g, v) for v in operands]
     ndim = max(g.nodes[i].ndim for i in ids)
@@ -332,6 +343,14 @@ def record(op: str, *operands, method="auto", renormalize=True, terms=None, dtyp
             except ValueError as exc:
                 fail(f"`sqrt` with method={method!r}", str(exc))
         node = Node(op, (i,), "exp", fmt, ndim, (method, bool(renormalize)), line=line)
+    elif op == "power":  # `**` and numpy.power take integer exponents (expansions.elementwise.power)
+        fail("`**` (numpy.power) with an exponent that is not a Python or NumPy integer",
+             "expansions.pow(x, y) takes any exponent")
+    elif op in ELEMENTARY or op in ELEMENTARY2:
+        if op in ELEMENTARY and g.nodes[ids[0]].kind != "exp":
+            fail(f"`{op}` of a traced {g.nodes[ids[0]].kind} array", "its operand must be an expansion")
+        fmt = _format(g, ids, what=op)
+        node = Node(op, tuple(_promoted(g, i, fmt) for i in ids), "exp", fmt, ndim, line=line)
     elif op == "where":
         c, x, y = ids
         if g.nodes[c].kind != "bool":
@@ -341,6 +360,28 @@ def record(op: str, *operands, method="auto", renormalize=True, terms=None, dtyp
     else:
         fail(f"the operation {op!r}")
     return Tracer(g, g.add(node))
+
+
+def _integer(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _integer_power(x, n: int):
+    """x ** n for an integer n, recorded as :func:`expansions.elementwise.power` computes it: binary
+    powering by truncated products, the reciprocal for n < 0 (the same operations in the same order)."""
+    if not isinstance(x, Tracer) or x.node.kind != "exp":
+        fail("`**` (pow) of a base that is not a traced expansion")
+    if n == 0:
+        fail("`x ** 0` in a program", "the result is 1 everywhere (NaN included): write the constant")
+    result, base, e = None, x, abs(n)
+    while True:
+        if e & 1:
+            result = base if result is None else record("mul", result, base)
+        e >>= 1
+        if not e:
+            break
+        base = record("mul", base, base)
+    return record("reciprocal", result) if n < 0 else result
 
 
 def _record_handled(op, *operands, **kwargs):
