@@ -352,9 +352,14 @@ def _loop_cases(x, y, z):
     def mix(x, y):
         return -ex.sub(x, y, method="fast", renormalize=False), ex.add(x, y, renormalize=False) * x - 0.5
 
+    def newton(x, y, z):
+        q = x / y
+        return (ex.sqrt(q * q + z) - ex.reciprocal(y), ex.div(z, x, renormalize=False),
+                q * 2.0 / 3.0, ex.sqrt(y) / 0.1, 1.0 / ex.reciprocal(x, renormalize=False))
+
     return [(lambda x, y, z: ex.mul(x, y, method="truncated") + z, (x, y, z)),
             (_horner(x, [1.0, -0.5, 0.25, 3.0, -2.0, 0.125, 1.5, -1.0, 0.75]), (x,)),
-            (_henon, (x, y, 1.375, 0.3125)), (mix, (x, y))]
+            (_henon, (x, y, 1.375, 0.3125)), (mix, (x, y)), (newton, (x, y, z))]
 
 
 @pytest.mark.parametrize("R, dtype", [(3, "float64"), (8, "float32")])
@@ -371,14 +376,14 @@ def test_loop_programs_are_bit_identical(R, dtype):
     assert_same(ex.fuse(_henon, cpu="loop")(e, e, 1.375, 0.3125), _henon(e, e, 1.375, 0.3125))
 
 
-def loop_sqrt(x):
-    return ex.sqrt(x) + x
+def loop_where(x):
+    return ex.where(x < 0, x, x * x)
 
 
 def test_loop_refuses_what_it_does_not_run():
     x = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
-    with pytest.raises(ex.FuseError, match=f"`sqrt` at {__file__}:{_line_of(loop_sqrt, 'ex.sqrt')}:"):
-        ex.fuse(loop_sqrt, cpu="loop")(x)
+    with pytest.raises(ex.FuseError, match=f"`lt` at {__file__}:{_line_of(loop_where, 'ex.where')}:"):
+        ex.fuse(loop_where, cpu="loop")(x)
     d = ex.from_terms(terms_of((3,), 2, "float64", "random", 1))
     with pytest.raises(ex.FuseError, match="dw_times_dw1"):
         ex.fuse(lambda a: a * a, cpu="loop")(d)
