@@ -33,9 +33,13 @@ them.
 The error of a program is the largest relative error of its expansion outputs over the elements
 (absolute where the reference is zero; boolean outputs must be equal; non-finite outputs must be the
 reference's).  The result, :class:`Tuned`, is callable like the program and carries the report.
-Limits, said plainly: the search is greedy (one pass over the nodes), the threshold holds for the
-samples and the inputs near them, not for every input, and no proven bound of the tuned program is
-composed here.  On the GPU the same search runs with the programs' CUDA kernels.
+Limits, said plainly: the search is greedy (one pass over the nodes), and the threshold holds for the
+samples and the inputs near them, not for every input.  Where the operations' proven bounds compose
+(safe additions, truncated products, Newton divisions and square roots, the double-word algorithms
+with a proven bound), the report also gives the proven bound of the tuned program and of the
+original, composed along the graph on sample elements (:mod:`expansions.program_bound`: an
+a-posteriori bound, rigorous for those elements); a fast addition, a comparison or ``where`` makes it
+"not proven", naming the node.  On the GPU the same search runs with the programs' CUDA kernels.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import numpy as np
 from . import operations
 from .arraytype import ExpansionArray
 from .backends import to_numpy
+from .program_bound import composed_bound
 from .programs import Program
 from .programs.trace import BINARY
 
@@ -81,6 +86,9 @@ class Report:
     tuned_seconds: float
     nodes: list
     candidates_tried: int
+    #: the proven bounds composed along the graph (:mod:`expansions.program_bound`), None if not computed
+    proven_bound: object = None
+    original_proven_bound: object = None
 
     @property
     def speedup(self) -> float:
@@ -92,7 +100,9 @@ class Report:
                  f"Error on the samples: original {self.original_error:.3g}, tuned {self.tuned_error:.3g}; "
                  f"on fresh inputs near them: {self.validation_error:.3g}.",
                  f"Time (fused, samples): original {self.original_seconds:.4g} s, tuned {self.tuned_seconds:.4g} s "
-                 f"({self.speedup:.2f}x); {self.candidates_tried} candidates run.", "",
+                 f"({self.speedup:.2f}x); {self.candidates_tried} candidates run.",
+                 *([f"Proven bound (composed along the graph): tuned {self.proven_bound.text()}; original "
+                    f"{self.original_proven_bound.text()}."] if self.proven_bound is not None else []), "",
                  "| # | operation | line | declared R | lowest R within the threshold (method) | tuned R (method) |",
                  "|---|---|---|---|---|---|"]
         for n in self.nodes:
@@ -184,12 +194,15 @@ def _nearby(args, seed: int):
 
 
 def tune(program, *samples, rel_error: float, reference_terms: int | None = None, margin: float = 0.25,
-         ladder=LADDER, methods: bool = True, check_time: bool = True, repeats: int = 3, seed: int = 0) -> Tuned:
+         ladder=LADDER, methods: bool = True, check_time: bool = True, repeats: int = 3, seed: int = 0,
+         bound_elements: int = 64) -> Tuned:
     """Tune the precision of ``program`` (a function of expansions, or an ``expansions.fuse`` program)
     on the sample inputs ``samples`` for a largest relative error ``rel_error`` (see the module
     docstring).  Returns a :class:`Tuned` program with its :class:`Report`; raises ValueError when
     the program at its declared precision does not meet the threshold, or when the tuned program
-    fails the validation."""
+    fails the validation.  ``bound_elements``: on how many sample elements the proven bound of the
+    original and the tuned program is composed (:func:`expansions.program_bound.composed_bound`; 0: not
+    at all)."""
     fn = program.fn if isinstance(program, Program) else program
     if not callable(fn):
         raise TypeError(f"expansions.tune: a function of expansions, not {type(program).__name__}")
@@ -268,6 +281,10 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     nodes = [NodeChoice(k, op, line.split(": ", 1)[-1] if line else "", R, choice[k].get("terms", R),
                         choice[k].get("method", "auto"), lowest[k].get("terms", R), lowest[k].get("method", "auto"))
              for k, (op, line, R) in enumerate(declared)]
+    proven = original_proven = None
+    if bound_elements:
+        proven = composed_bound(fn, samples, overrides, elements=bound_elements)
+        original_proven = composed_bound(fn, samples, {}, elements=bound_elements)
     report = Report(rel_error, ref_R, original_error, tuned_error, validation_error, original_seconds,
-                    tuned_seconds, nodes, tried)
+                    tuned_seconds, nodes, tried, proven, original_proven)
     return Tuned(fn, overrides, report)
