@@ -19,7 +19,12 @@ them.
 3. a greedy search along the data flow: the nodes in decreasing order of cost (R^2 for products and
    quotients, R for sums), each lowered to the smallest R of :data:`LADDER` that keeps the program's
    error within ``margin * rel_error`` with the choices made so far (by bisection, as the error falls
-   when R grows), then the fast addition where it keeps it, as the thesis lowers one instruction at a
+   when R grows); for a node of float64 terms (``dtypes``), also the fewest float32 terms that keep
+   it, chosen when they are no more terms than the float64 choice (half the bytes per term), or,
+   with ``check_time``, when the profile says so (the operands are converted at the node's
+   boundaries: float64 to float32 rounds, as ``expansions.astype`` does, and is part of the measured
+   error; float32 to float64 is exact; the other nodes keep their declared dtype explicitly); then
+   the fast addition where it keeps it, as the thesis lowers one instruction at a
    time and keeps what validates (the report's "lowest R within the threshold"); then, by profiling
    (``check_time``), each lowered node is put back to its declared precision where that makes the
    program faster (rounding an operand to fewer terms has a cost of its own), and if the result is
@@ -73,6 +78,9 @@ class NodeChoice:
     method: str
     lowest_terms: int
     lowest_method: str
+    dtype: str = "float64"  # the terms' dtype chosen (float32 terms: see tune's ``dtypes``)
+    declared_dtype: str = "float64"
+    lowest_float32_terms: int | None = None  # the fewest float32 terms within the threshold (None: none, or not tried)
 
 
 @dataclasses.dataclass
@@ -103,11 +111,14 @@ class Report:
                  f"({self.speedup:.2f}x); {self.candidates_tried} candidates run.",
                  *([f"Proven bound (composed along the graph): tuned {self.proven_bound.text()}; original "
                     f"{self.original_proven_bound.text()}."] if self.proven_bound is not None else []), "",
-                 "| # | operation | line | declared R | lowest R within the threshold (method) | tuned R (method) |",
-                 "|---|---|---|---|---|---|"]
+                 "| # | operation | line | declared R | lowest R within the threshold (method) | lowest float32 R "
+                 "| tuned R (method) |",
+                 "|---|---|---|---|---|---|---|"]
         for n in self.nodes:
-            lines.append(f"| {n.index} | {n.op} | `{n.line}` | {n.declared_terms} | {n.lowest_terms} "
-                         f"({n.lowest_method}) | {n.terms} ({n.method}) |")
+            f32 = "-" if n.lowest_float32_terms is None else str(n.lowest_float32_terms)
+            dts = {d: "" if d == "float64" else f" {d}" for d in (n.dtype, n.declared_dtype)}
+            lines.append(f"| {n.index} | {n.op} | `{n.line}` | {n.declared_terms}{dts[n.declared_dtype]} | "
+                         f"{n.lowest_terms} ({n.lowest_method}) | {f32} | {n.terms}{dts[n.dtype]} ({n.method}) |")
         return "\n".join(lines) + "\n"
 
 
@@ -159,9 +170,18 @@ def program_error(got, want) -> float:
 
 
 def _declared(fn, samples):
-    """The arithmetic nodes of the program as declared: [(op, line, R)]."""
+    """The arithmetic nodes of the program as declared: [(op, line, R, dtype name)]."""
     graph, _ = Program(fn).trace(*samples)
-    return [(n.op, n.line, n.fmt[0]) for n in graph.nodes if n.op in BINARY]
+    return [(n.op, n.line, n.fmt[0], n.fmt[1]) for n in graph.nodes if n.op in BINARY]
+
+
+def _pinned(overrides: dict, declared) -> dict:
+    """``overrides`` where some node runs in another dtype, with every other node's dtype given
+    explicitly as declared: an operation whose operands all come from float32 nodes would otherwise
+    run in float32 too (the format of an operation is the wider of its operands')."""
+    if not any("dtype" in c for c in overrides.values()):
+        return overrides
+    return {k: dict({"dtype": declared[k][3]}, **overrides.get(k, {})) for k in range(len(declared))}
 
 
 def _run(fn, overrides, args):
@@ -194,15 +214,16 @@ def _nearby(args, seed: int):
 
 
 def tune(program, *samples, rel_error: float, reference_terms: int | None = None, margin: float = 0.25,
-         ladder=LADDER, methods: bool = True, check_time: bool = True, repeats: int = 3, seed: int = 0,
-         bound_elements: int = 64) -> Tuned:
+         ladder=LADDER, methods: bool = True, dtypes: bool = True, check_time: bool = True, repeats: int = 3,
+         seed: int = 0, bound_elements: int = 64) -> Tuned:
     """Tune the precision of ``program`` (a function of expansions, or an ``expansions.fuse`` program)
     on the sample inputs ``samples`` for a largest relative error ``rel_error`` (see the module
     docstring).  Returns a :class:`Tuned` program with its :class:`Report`; raises ValueError when
     the program at its declared precision does not meet the threshold, or when the tuned program
-    fails the validation.  ``bound_elements``: on how many sample elements the proven bound of the
-    original and the tuned program is composed (:func:`expansions.program_bound.composed_bound`; 0: not
-    at all)."""
+    fails the validation.  ``methods``: try the fast addition; ``dtypes``: try float32 terms for the
+    float64 nodes; ``check_time``: keep only what the profile says is faster.  ``bound_elements``: on
+    how many sample elements the proven bound of the original and the tuned program is composed
+    (:func:`expansions.program_bound.composed_bound`; 0: not at all)."""
     fn = program.fn if isinstance(program, Program) else program
     if not callable(fn):
         raise TypeError(f"expansions.tune: a function of expansions, not {type(program).__name__}")
@@ -211,7 +232,7 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     declared = _declared(fn, samples)
     if not declared:
         raise ValueError("expansions.tune: the program has no arithmetic operation to tune")
-    widest = max(R for _, _, R in declared)
+    widest = max(R for _, _, R, _ in declared)
     ref_R = reference_terms or min(32, 2 * widest)
     everything_at = {k: {"terms": ref_R} for k in range(len(declared))}
     # the search runs on the samples and on inputs near them; the validation on other inputs near them
@@ -220,7 +241,10 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     fresh_reference = _run(fn, everything_at, fresh)
 
     def error_of(overrides) -> float:
-        return max(program_error(_run(fn, overrides, args), ref) for args, ref in search)
+        return max(program_error(_run(fn, _pinned(overrides, declared), args), ref) for args, ref in search)
+
+    def timed(overrides) -> float:
+        return _timed(fn, _pinned(overrides, declared), samples, repeats)
 
     original_error = error_of({})
     if not original_error <= rel_error:
@@ -229,6 +253,7 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
                          "precision can meet it (raise the program's terms, or the threshold)")
     budget = margin * rel_error
     choice = {k: {} for k in range(len(declared))}
+    lowest32: dict = {}
     tried = 0
 
     def error_with(k, change):
@@ -238,10 +263,10 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         trial[k] = change
         return error_of(trial)
 
-    cost = {k: (R * R if op in ("mul", "div") else R) for k, (op, _, R) in enumerate(declared)}
+    cost = {k: (R * R if op in ("mul", "div") else R) for k, (op, _, R, _) in enumerate(declared)}
     order = sorted(cost, key=lambda k: (-cost[k], k))
     for k in order:
-        op, _, R = declared[k]
+        op, _, R, dt = declared[k]
         lower = [r for r in ladder if r < R]
         lo, hi = 0, len(lower)  # bisection for the fewest terms that keep the error (errors fall as R grows)
         while lo < hi:
@@ -253,24 +278,43 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         if lo < len(lower):
             choice[k] = {"terms": lower[lo]}
         r = choice[k].get("terms", R)
+        if dtypes and dt == "float64":  # float32 terms: the fewest within the budget, by bisection
+            lo, hi = 0, len(ladder)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if error_with(k, {"terms": ladder[mid], "dtype": "float32"}) <= budget:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            if lo < len(ladder):
+                lowest32[k] = ladder[lo]
+                f32 = {"terms": ladder[lo], "dtype": "float32"}
+                if ladder[lo] <= r:  # no more terms than float64 needs: half the bytes per term
+                    choice[k] = f32
+                elif check_time:  # more terms: the one the profile says is faster
+                    others = {j: c for j, c in choice.items() if c and j != k}
+                    tried += 2
+                    if timed({**others, k: f32}) < timed({**others, **({k: choice[k]} if choice[k] else {})}):
+                        choice[k] = f32
+            r = choice[k].get("terms", R)
         if methods and op in ("add", "sub") and r > 2:
             fast = dict(choice[k], method="fast")
             if error_with(k, fast) <= budget:
                 choice[k] = fast
     lowest = {k: dict(c) for k, c in choice.items()}
     if check_time:  # fewer terms can cost more (rounding the operands): keep a change only if it pays
-        current = _timed(fn, {j: c for j, c in choice.items() if c}, samples, repeats)
+        current = timed({j: c for j, c in choice.items() if c})
         for k in order:
             if not choice[k]:
                 continue
             trial = {j: c for j, c in choice.items() if c and j != k}
-            secs = _timed(fn, trial, samples, repeats)
+            secs = timed(trial)
             tried += 1
             if secs < current and error_of(trial) <= budget:
                 choice[k], current = {}, secs
-    overrides = {k: c for k, c in choice.items() if c}
-    original_seconds = _timed(fn, {}, samples, repeats)
-    tuned_seconds = _timed(fn, overrides, samples, repeats) if overrides else original_seconds
+    overrides = _pinned({k: c for k, c in choice.items() if c}, declared)
+    original_seconds = timed({})
+    tuned_seconds = timed(overrides) if overrides else original_seconds
     if check_time and tuned_seconds >= original_seconds:  # nothing that pays: the program as declared
         choice, overrides, tuned_seconds = {k: {} for k in choice}, {}, original_seconds
     tuned_error = error_of(overrides)
@@ -279,8 +323,9 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         raise ValueError(f"expansions.tune: the tuned program fails its validation ({tuned_error:.3g} on the "
                          f"samples, {validation_error:.3g} on fresh inputs near them, threshold {rel_error:.3g})")
     nodes = [NodeChoice(k, op, line.split(": ", 1)[-1] if line else "", R, choice[k].get("terms", R),
-                        choice[k].get("method", "auto"), lowest[k].get("terms", R), lowest[k].get("method", "auto"))
-             for k, (op, line, R) in enumerate(declared)]
+                        choice[k].get("method", "auto"), lowest[k].get("terms", R), lowest[k].get("method", "auto"),
+                        choice[k].get("dtype", dt), dt, lowest32.get(k))
+             for k, (op, line, R, dt) in enumerate(declared)]
     proven = original_proven = None
     if bound_elements:
         proven = composed_bound(fn, samples, overrides, elements=bound_elements)
