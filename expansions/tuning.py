@@ -58,9 +58,11 @@ import numpy as np
 from . import operations
 from .arraytype import ExpansionArray
 from .backends import to_numpy
+from .cuda import build, occupancy
 from .program_bound import composed_bound
 from .programs import Program
-from .programs.trace import BINARY
+from .programs.cuda import compile_program, program_format
+from .programs.trace import BINARY, FuseError, argument_key
 
 #: The numbers of terms the search tries, lowest first.
 LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
@@ -97,6 +99,9 @@ class Report:
     #: the proven bounds composed along the graph (:mod:`expansions.program_bound`), None if not computed
     proven_bound: object = None
     original_proven_bound: object = None
+    #: the CUDA kernel's launch configuration (expansions.cuda.occupancy.LaunchChoice), None if not computed
+    launch: object = None
+    launch_note: str = ""
 
     @property
     def speedup(self) -> float:
@@ -110,7 +115,9 @@ class Report:
                  f"Time (fused, samples): original {self.original_seconds:.4g} s, tuned {self.tuned_seconds:.4g} s "
                  f"({self.speedup:.2f}x); {self.candidates_tried} candidates run.",
                  *([f"Proven bound (composed along the graph): tuned {self.proven_bound.text()}; original "
-                    f"{self.original_proven_bound.text()}."] if self.proven_bound is not None else []), "",
+                    f"{self.original_proven_bound.text()}."] if self.proven_bound is not None else []),
+                 *([f"Launch configuration (CUDA): {self.launch.text()}."] if self.launch is not None else []),
+                 *([f"Launch configuration (CUDA): {self.launch_note}."] if self.launch_note else []), "",
                  "| # | operation | line | declared R | lowest R within the threshold (method) | lowest float32 R "
                  "| tuned R (method) |",
                  "|---|---|---|---|---|---|---|"]
@@ -125,14 +132,91 @@ class Report:
 class Tuned:
     """The tuned program: call it like the original; ``overrides`` and ``report`` say what it does."""
 
-    def __init__(self, fn, overrides: dict, report: Report):
+    def __init__(self, fn, overrides: dict, report: Report, block: int | None = None):
         self.fn = fn
         self.overrides = overrides
         self.report = report
-        self._program = Program(fn, overrides=overrides)
+        self.block = block  # threads per block of the CUDA kernel (the report's launch configuration)
+        self._programs: dict = {}
 
     def __call__(self, *args):
-        return self._program(*args)
+        return _program(self.fn, self.overrides, args, self.block, self._programs)(*args)
+
+
+def _device(args) -> str:
+    devices = {a.device for a in args if isinstance(a, ExpansionArray)}
+    return "cuda" if "cuda" in devices else "cpu"
+
+
+def _ancestors(graph, ids) -> list:
+    seen, stack = set(), list(ids)
+    while stack:
+        j = stack.pop()
+        if j not in seen:
+            seen.add(j)
+            stack.extend(graph.nodes[j].args)
+    return sorted(seen)
+
+
+def _kernel_graph(prog: Program, args):
+    """(graph, wanted, outputs) of the one CUDA kernel of a program, or a FuseError saying why there is
+    none (a graph of several formats, after lowering some of its operations, is not one kernel)."""
+    graph, (_, items) = prog.trace(*args)
+    outs = [i for kind, i in items if kind == "node" and graph.nodes[i].op not in ("input", "const")]
+    wanted = _ancestors(graph, outs)
+    program_format(graph, wanted)
+    return graph, wanted, outs
+
+
+def _program(fn, overrides, args, block=None, cache=None) -> Program:
+    """The program with ``overrides``; on cuda arrays one kernel (of ``block`` threads per block) when
+    the graph has one format, else the planned backend calls (one kernel per operation)."""
+    key = tuple(argument_key(a) for a in args)
+    if cache is not None and key in cache:
+        return cache[key]
+    prog = Program(fn, overrides=overrides, block=block)
+    if _device(args) == "cuda":
+        try:
+            _kernel_graph(prog, args)
+        except FuseError:
+            prog = Program(fn, overrides=overrides, cuda="plan")
+    if cache is not None:
+        cache[key] = prog
+    return prog
+
+
+def _synchronize(args):
+    if _device(args) == "cuda":
+        import cupy  # optional dependency: CuPy is needed only on the GPU path
+
+        cupy.cuda.Device().synchronize()
+
+
+def launch_choice(fn, overrides: dict, samples, repeats: int = 3):
+    """The launch configuration of the program's CUDA kernel (:mod:`expansions.cuda.occupancy`): the
+    kernel compiled with NVRTC for the samples' GPU (for sm_90 without one: no GPU needed), its
+    registers per thread from ptxas, the device's limits (CuPy's attributes, or the sm_90 table), the
+    block size of highest occupancy, ties measured on the GPU when the samples are there.  Returns
+    (LaunchChoice or None, a note: why there is no single kernel)."""
+    prog = Program(fn, overrides=overrides)
+    try:
+        graph, wanted, outs = _kernel_graph(prog, samples)
+    except FuseError as exc:
+        return None, f"no single CUDA kernel ({exc}): the program runs one kernel per operation"
+    on_gpu = _device(samples) == "cuda"
+    device_id = None
+    if on_gpu:
+        import cupy  # optional dependency: CuPy is needed only on the GPU path
+
+        device_id = cupy.cuda.Device().id
+    arch = build.device_arch(device_id) if on_gpu else "sm_90"
+    _, lowered, log = compile_program(graph, wanted, outs, arch=arch)
+    registers = build.parse_ptxas_log(log)[lowered][0]
+    measure = None
+    if on_gpu:
+        def measure(threads):
+            return _timed_program(Program(fn, overrides=overrides, block=threads), samples, repeats)
+    return occupancy.choose_block(registers, occupancy.device_limits(device_id), measure=measure), ""
 
 
 def _outputs(result):
@@ -185,18 +269,23 @@ def _pinned(overrides: dict, declared) -> dict:
 
 
 def _run(fn, overrides, args):
-    return Program(fn, overrides=overrides)(*args)
+    return _program(fn, overrides, args)(*args)
 
 
-def _timed(fn, overrides, args, repeats: int) -> float:
-    prog = Program(fn, overrides=overrides)
+def _timed_program(prog, args, repeats: int) -> float:
     prog(*args)  # traces and plans (and compiles), untimed
+    _synchronize(args)
     secs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         prog(*args)
+        _synchronize(args)
         secs.append(time.perf_counter() - t0)
     return statistics.median(secs)
+
+
+def _timed(fn, overrides, args, repeats: int) -> float:
+    return _timed_program(_program(fn, overrides, args), args, repeats)
 
 
 def _nearby(args, seed: int):
@@ -215,7 +304,7 @@ def _nearby(args, seed: int):
 
 def tune(program, *samples, rel_error: float, reference_terms: int | None = None, margin: float = 0.25,
          ladder=LADDER, methods: bool = True, dtypes: bool = True, check_time: bool = True, repeats: int = 3,
-         seed: int = 0, bound_elements: int = 64) -> Tuned:
+         seed: int = 0, bound_elements: int = 64, launch: bool | None = None) -> Tuned:
     """Tune the precision of ``program`` (a function of expansions, or an ``expansions.fuse`` program)
     on the sample inputs ``samples`` for a largest relative error ``rel_error`` (see the module
     docstring).  Returns a :class:`Tuned` program with its :class:`Report`; raises ValueError when
@@ -223,7 +312,9 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     fails the validation.  ``methods``: try the fast addition; ``dtypes``: try float32 terms for the
     float64 nodes; ``check_time``: keep only what the profile says is faster.  ``bound_elements``: on
     how many sample elements the proven bound of the original and the tuned program is composed
-    (:func:`expansions.program_bound.composed_bound`; 0: not at all)."""
+    (:func:`expansions.program_bound.composed_bound`; 0: not at all).  ``launch``: choose the CUDA
+    kernel's block size (:func:`launch_choice`; default: when the samples are on a GPU; True on the CPU
+    gives the choice for the sm_90 table, compiled with NVRTC, unmeasured)."""
     fn = program.fn if isinstance(program, Program) else program
     if not callable(fn):
         raise TypeError(f"expansions.tune: a function of expansions, not {type(program).__name__}")
@@ -332,4 +423,10 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         original_proven = composed_bound(fn, samples, {}, elements=bound_elements)
     report = Report(rel_error, ref_R, original_error, tuned_error, validation_error, original_seconds,
                     tuned_seconds, nodes, tried, proven, original_proven)
-    return Tuned(fn, overrides, report)
+    block = None
+    if launch or (launch is None and _device(samples) == "cuda"):
+        report.launch, report.launch_note = launch_choice(fn, overrides, samples, repeats)
+        if report.launch is not None and _device(samples) == "cuda":
+            block = report.launch.threads
+            report.tuned_seconds = _timed_program(_program(fn, overrides, samples, block), samples, repeats)
+    return Tuned(fn, overrides, report, block)
