@@ -20,16 +20,16 @@ them.
    quotients, R for sums), each lowered to the smallest R of :data:`LADDER` that keeps the program's
    error within ``margin * rel_error`` with the choices made so far (by bisection, as the error falls
    when R grows); for a node of float64 terms (``dtypes``), also the fewest float32 terms that keep
-   it, chosen when they are no more terms than the float64 choice (half the bytes per term), or,
-   with ``check_time``, when the profile says so (the operands are converted at the node's
-   boundaries: float64 to float32 rounds, as ``expansions.astype`` does, and is part of the measured
-   error; float32 to float64 is exact; the other nodes keep their declared dtype explicitly); then
-   the fast addition where it keeps it, as the thesis lowers one instruction at a
-   time and keeps what validates (the report's "lowest R within the threshold"); then, by profiling
-   (``check_time``), each lowered node is put back to its declared precision where that makes the
-   program faster (rounding an operand to fewer terms has a cost of its own), and if the result is
-   not faster than the original, the original is kept, as the thesis validates its candidates by
-   profiling;
+   it (searched from the float64 choice r up to 3r terms), chosen when they are no more terms than
+   the float64 choice (half the bytes per term), or, with ``check_time``, when the profile says so
+   (the operands are converted at the node's boundaries: float64 to float32 rounds, as
+   ``expansions.astype`` does, and is part of the measured error; float32 to float64 is exact; the
+   other nodes keep their declared dtype explicitly); then the fast addition where it keeps it, as
+   the thesis lowers one instruction at a time and keeps what validates (the report's "lowest R
+   within the threshold"); then, by profiling (``check_time``), each lowered node is put back to
+   its declared precision where that makes the program faster (rounding an operand to fewer terms
+   has a cost of its own), and if the result is not faster than the original, the original is
+   kept, as the thesis validates its candidates by profiling;
 4. every candidate is measured on the samples and on inputs near them (each input term multiplied by
    1 + d, |d| < 2^-20, renormalized); the result is validated on other inputs near them, against the
    reference at those inputs: the largest relative error must stay within ``rel_error``;
@@ -370,17 +370,20 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
             choice[k] = {"terms": lower[lo]}
         r = choice[k].get("terms", R)
         if dtypes and dt == "float64":  # float32 terms: the fewest within the budget, by bisection
-            lo, hi = 0, len(ladder)
+            # among r .. 3r terms (a float32 term carries 24 bits, a float64 term 53: fewer than r
+            # float32 terms do not carry what r float64 terms must, and beyond about 2.2 r they carry more)
+            rungs = [t for t in ladder if r <= t <= 3 * r]
+            lo, hi = 0, len(rungs)
             while lo < hi:
                 mid = (lo + hi) // 2
-                if error_with(k, {"terms": ladder[mid], "dtype": "float32"}) <= budget:
+                if error_with(k, {"terms": rungs[mid], "dtype": "float32"}) <= budget:
                     hi = mid
                 else:
                     lo = mid + 1
-            if lo < len(ladder):
-                lowest32[k] = ladder[lo]
-                f32 = {"terms": ladder[lo], "dtype": "float32"}
-                if ladder[lo] <= r:  # no more terms than float64 needs: half the bytes per term
+            if lo < len(rungs):
+                lowest32[k] = rungs[lo]
+                f32 = {"terms": rungs[lo], "dtype": "float32"}
+                if rungs[lo] <= r:  # no more terms than float64 needs: half the bytes per term
                     choice[k] = f32
                 elif check_time:  # more terms: the one the profile says is faster
                     others = {j: c for j, c in choice.items() if c and j != k}
