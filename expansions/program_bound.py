@@ -159,10 +159,11 @@ def _in_range(lead, fmt) -> bool:
     return a == 0 or Fraction(2) ** (fmt.emin + 3 * fmt.p) <= a <= Fraction(2) ** (fmt.emax - 4)
 
 
-#: The local bound of an algorithm: (kind, relative factor, absolute term) with kind 'z' (relative to
-#: the exact result of the converted operands) or 'lead' (relative to |x'_0 y'_0|), and the
-#: hypotheses ('nonoverlapping' or 'double-word').
-def local_bound(op: str, alg: str, R: int, fmt):
+def local_bound(op: str, alg: str, R: int, fmt, one_term: bool = False):
+    """The local bound of algorithm ``alg``: (kind, relative factor, absolute term, hypotheses), kind
+    'z' (relative to the exact result of the converted operands) or 'lead' (relative to
+    ``|x'_0 y'_0|``), hypotheses 'nonoverlapping' or 'double-word'; NotProven where there is none.
+    ``one_term``: a division whose divisor is not an expansion (the larger of the two Newton bounds)."""
     kind = "add" if op in ("add", "sub") else op
     if alg in DW._RELATIVE or alg in DW._NONE or alg == "dg_add22":
         b = DW.bound(alg, fmt.p)
@@ -179,9 +180,13 @@ def local_bound(op: str, alg: str, R: int, fmt):
     if kind == "mul":
         return "lead", B.mul_truncated(R, fmt.p).value, B.mul_underflow_term(R, fmt), "nonoverlapping"
     b = {"div": B.div, "sqrt": B.sqrt, "reciprocal": B.reciprocal}[kind](R, fmt)
+    value = b.value
+    if kind == "div" and one_term:  # a divisor given as floats may take the one-term kernel (m = 1)
+        one = B.div(R, fmt, m=1)
+        value, b = max(value, one.value), (b if b.hypotheses_hold and one.hypotheses_hold else one)
     if not b.hypotheses_hold:
         raise NotProven(f"the Newton {kind}'s hypotheses fail ({b.note})")
-    return "z", b.value, B.newton_underflow_term(R, fmt), "nonoverlapping"
+    return "z", value, B.newton_underflow_term(R, fmt), "nonoverlapping"
 
 
 def _check(hyp: str, rows, fmt, result_row):
@@ -279,7 +284,7 @@ def composed_bound(fn, samples, overrides=None, elements: int = 64) -> ComposedB
                 alg = ("reciprocal" if n.op == "reciprocal" else
                        dispatch.method(n.op, n.params[0], R))
                 try:
-                    local[j] = local_bound(n.op, alg, R, format_of(n.fmt[1]))
+                    local[j] = local_bound(n.op, alg, R, format_of(n.fmt[1]), n.one_term)
                 except NotProven as exc:
                     raise NotProven(f"{_node_name(j, n)}: {exc}") from None
         for i in out_nodes:

@@ -145,3 +145,19 @@ def test_constants_and_non_finite_inputs():
             assert abs(mpmath.mpf(v.numerator) / v.denominator - want) <= mpmath.mpf(E.numerator) / E.denominator
     # "0.1" is rounded to 4 terms: dropping its rounding error breaks the bound
     assert max(res.absolute[out]) > Fraction(1, 10) * Fraction(2) ** -220
+
+
+@pytest.mark.parametrize("R", [2, 3, 5])
+def test_division_by_a_float_and_a_reciprocal(R):
+    """A divisor given as a float (the one-term Newton kernel at R > 2, the double-word quotient at R = 2)
+    and a reciprocal: the bound holds against the exact quotient."""
+    a, b, _ = _inputs()
+    res = PB.composed_bound(lambda a, b: ex.div(a * b, 3.0, terms=R) + ex.reciprocal(b), (a, b))
+    assert res.proven, res.reason
+    (out,) = res.absolute
+    with mpmath.workprec(6000):
+        for k, e in enumerate(res.indices):
+            x, y = (sum((mpmath.mpf(float(t)) for t in np.asarray(v.terms)[e]), mpmath.mpf(0)) for v in (a, b))
+            v, E = res.computed[out][k], res.absolute[out][k]
+            err = abs(mpmath.mpf(v.numerator) / v.denominator - (x * y / 3 + 1 / y))
+            assert err <= mpmath.mpf(E.numerator) / E.denominator
