@@ -91,3 +91,12 @@ def test_measurements_on_the_gpu_are_plausible():
     assert all(r["per_cycle_per_sm"] > 0 and r["latency_cycles"] > 0 for r in res["primitives"] + res["library"])
     assert res["mixed"]["mixed"]["per_second_events"] > res["mixed"]["double"]["per_second_events"]
     assert "### Table IX" in g.markdown(res)
+
+
+def test_per_multiprocessor_rate_from_block_clocks():
+    """Blocks on one multiprocessor share its clock: its rate is their operations over first start to
+    last stop; the median over multiprocessors is reported."""
+    import numpy as np
+
+    clocks = np.array([[0, 100, 0], [10, 110, 0], [500, 550, 3]])
+    assert g._per_sm_rate(clocks, 1000.0) == pytest.approx((2000 / 110 + 1000 / 50) / 2)

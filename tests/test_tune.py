@@ -84,6 +84,7 @@ def test_command_line():
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "| 0 | mul |" in proc.stdout and "lowest R within the threshold" in proc.stdout
+    assert "Proven bound (composed along the graph): tuned " in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "expansions", "tune", "nonsense", "--rel-error", "1"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 2 and "MODULE:FUNCTION" in proc.stderr
