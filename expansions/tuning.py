@@ -76,11 +76,11 @@ class NodeChoice:
     op: str
     line: str
     declared_terms: int
-    terms: int
+    terms: int  # the R the tuned program runs it with (traced: without a choice of its own, the wider operand's)
     method: str
-    lowest_terms: int
+    lowest_terms: int  # the fewest float64 terms within the threshold, given the nodes searched before it
     lowest_method: str
-    dtype: str = "float64"  # the terms' dtype chosen (float32 terms: see tune's ``dtypes``)
+    dtype: str = "float64"  # the terms' dtype it runs with (float32 terms: see tune's ``dtypes``)
     declared_dtype: str = "float64"
     lowest_float32_terms: int | None = None  # the fewest float32 terms within the threshold (None: none, or not tried)
 
@@ -345,6 +345,7 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     budget = margin * rel_error
     choice = {k: {} for k in range(len(declared))}
     lowest32: dict = {}
+    lowest64: dict = {}
     tried = 0
 
     def error_with(k, change):
@@ -369,6 +370,7 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         if lo < len(lower):
             choice[k] = {"terms": lower[lo]}
         r = choice[k].get("terms", R)
+        lowest64[k] = r
         if dtypes and dt == "float64":  # float32 terms: the fewest within the budget, by bisection
             # among r .. 3r terms (a float32 term carries 24 bits, a float64 term 53: fewer than r
             # float32 terms do not carry what r float64 terms must, and beyond about 2.2 r they carry more)
@@ -416,9 +418,12 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     if not max(tuned_error, validation_error) <= rel_error:
         raise ValueError(f"expansions.tune: the tuned program fails its validation ({tuned_error:.3g} on the "
                          f"samples, {validation_error:.3g} on fresh inputs near them, threshold {rel_error:.3g})")
-    nodes = [NodeChoice(k, op, line.split(": ", 1)[-1] if line else "", R, choice[k].get("terms", R),
-                        choice[k].get("method", "auto"), lowest[k].get("terms", R), lowest[k].get("method", "auto"),
-                        choice[k].get("dtype", dt), dt, lowest32.get(k))
+    # the format each operation runs in, as traced: an operation without an explicit choice takes the
+    # wider of its operands' formats, so it may run with fewer terms when an operand was lowered
+    ran = [n.fmt for n in Program(fn, overrides=overrides).trace(*samples)[0].nodes if n.op in BINARY]
+    nodes = [NodeChoice(k, op, line.split(": ", 1)[-1] if line else "", R, ran[k][0],
+                        choice[k].get("method", "auto"), lowest64[k], lowest[k].get("method", "auto"),
+                        ran[k][1], dt, lowest32.get(k))
              for k, (op, line, R, dt) in enumerate(declared)]
     proven = original_proven = None
     if bound_elements:
