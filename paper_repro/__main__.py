@@ -21,7 +21,8 @@ from expansions.dw import verify as dw_verify
 
 from . import collange2016
 
-SEED_MODULES = ("seed002_dagraca", "seed000_warwick", "seed003_innocente", "seed004_surineni", "seed004_tuning")
+SEED_MODULES = ("seed002_dagraca", "seed000_warwick", "seed003_innocente", "seed004_surineni", "seed004_gpu",
+                "seed004_tuning")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 

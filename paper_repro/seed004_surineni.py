@@ -1,6 +1,7 @@
 """Surineni, "Performance/accuracy trade-offs of floating-point arithmetic on NVIDIA GPUs", MSc thesis,
 University of Missouri 2017 (seed 004): the trade-off studies of chapter 4 on this library's number
-systems, measured on the CPU (the GPU parts of chapters 3-6 need a GPU: not run here).
+systems, measured on the CPU (chapter 3's GPU characterization is paper_repro/seed004_gpu.py, run when
+a GPU is present; the tuner of chapters 6-7 is paper_repro/seed004_tuning.py).
 
 Number systems: float32 and float64 (NumPy), float-float and double-double (R = 2 expansions of
 float32 and float64 terms; the thesis's "float2"/"double2" are Taufer's CMP pairs, ours use the

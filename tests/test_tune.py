@@ -84,6 +84,28 @@ def test_command_line():
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "| 0 | mul |" in proc.stdout and "lowest R within the threshold" in proc.stdout
+    assert "Proven bound (composed along the graph): tuned " in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "expansions", "tune", "nonsense", "--rel-error", "1"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 2 and "MODULE:FUNCTION" in proc.stderr
+
+
+def test_float32_terms_where_the_error_allows():
+    """At 2^-140 the product (2^-100 of the sum) needs about 42 bits: two float32 terms, no more terms than
+    float64 needs, so the tuner takes them; the operands are rounded to float32 at the node and its result
+    widened exactly into the float64 sum, whose dtype stays declared."""
+    samples = axpc_samples(256)
+    tuned = ex.tune(axpc, *samples, rel_error=2.0 ** -140, check_time=False, methods=False, bound_elements=16)
+    mul, add = tuned.report.nodes
+    assert (mul.dtype, mul.terms, mul.lowest_float32_terms) == ("float32", 2, 2)
+    assert add.dtype == "float64" and add.lowest_float32_terms > add.terms
+    fresh = axpc_samples(512, seed=98)
+    out = tuned(*fresh)
+    assert out.dtype == np.float64
+    assert _error_on(tuned, axpc, fresh, 8) <= 2.0 ** -140
+    assert tuned.report.proven_bound.proven and tuned.report.proven_bound.relative <= 2.0 ** -140
+    assert "| 2 float32 (auto) |" in tuned.report.markdown()
+    plain = ex.tune(axpc, *samples, rel_error=2.0 ** -140, check_time=False, methods=False, dtypes=False,
+                    bound_elements=0)
+    assert all(n.dtype == "float64" and n.lowest_float32_terms is None for n in plain.report.nodes)
+    assert plain.report.proven_bound is None

@@ -12,6 +12,8 @@ Phases, most important first (``all``, the default, runs them in this order):
 ``tables``      ``python -m paper_repro --skip verify,dw,seeds``: Tables I-IV and streaming
 ``verify``      ``python -m paper_repro --skip tables,dw,seeds``: the bound verification on the kernels
 ``seeds``       ``python -m paper_repro --skip tables,verify``: the double-word and seed reproductions
+``characterize`` ``python -m paper_repro.seed004_gpu``: seed 004's latencies and throughputs (Tables IV,
+                V, IX) beside the thesis's figures -> seed004_gpu.md, seed004_gpu.json
 ``model``       ``python -m bench.model --measured``: the instruction model's bound beside the measured
                 Mop/s (when bench/model.py exists), then ncu on the three worst cells
 ==============  ==================================================================================
@@ -42,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 from expansions.__main__ import commit, environment  # noqa: E402 - after the path set-up above
 
-PHASES = ("env", "tests", "sanitizer", "tables", "verify", "seeds", "model")
+PHASES = ("env", "tests", "sanitizer", "tables", "verify", "seeds", "characterize", "model")
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 #: The parts of ``python -m paper_repro`` each paper phase skips (so that each fits in 9 minutes).
 PAPER_PARTS = {"tables": "verify,dw,seeds", "verify": "tables,dw,seeds", "seeds": "tables,verify"}
@@ -71,6 +73,8 @@ def _plan(phase: str, out: Path) -> tuple[list[list[str]], str | None]:
         skip = PAPER_PARTS[phase]
         return [py + ["-m", "paper_repro", "--backend", "cuda", "--no-progress", "--out", str(out),
                       "--skip", skip]], gpu
+    if phase == "characterize":
+        return [py + ["-m", "paper_repro.seed004_gpu", "--out", str(out)]], gpu
     if phase == "model":
         if not (ROOT / "bench" / "model.py").exists():
             return [], "bench/model.py (the instruction model) is not in this tree"

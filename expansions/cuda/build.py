@@ -291,15 +291,18 @@ def supported_archs() -> tuple[int, ...]:
     return tuple(nvrtc.getSupportedArchs())
 
 
-def compile_source(text: str, names, arch: str = "sm_90", verbose: bool = True, filename: str = ENTRY):
-    """Compile CUDA source ``text`` with the library's options for ``arch`` and the name expressions
-    ``names`` (``sm_XX``: a CUBIN, and with ``verbose`` ptxas reports resources; ``compute_XX``: PTX).
-    Returns ``(binary, {name: lowered name}, log)``.  No GPU needed.  Every kernel of the project
-    (these, the double-word ones, the benchmark ones) is compiled here."""
+def compile_source(text: str, names, arch: str = "sm_90", verbose: bool = True, filename: str = ENTRY,
+                   options=None):
+    """Compile CUDA source ``text`` with the library's options (or ``options``: the characterization's
+    standard and fast-math builds) for ``arch`` and the name expressions ``names`` (``sm_XX``: a CUBIN,
+    and with ``verbose`` ptxas reports resources; ``compute_XX``: PTX).  Returns ``(binary, {name:
+    lowered name}, log)``.  No GPU needed.  Every kernel of the project (these, the double-word ones,
+    the benchmark ones) is compiled here."""
     from cupy.cuda import nvrtc  # optional dependency: CuPy is needed only on the GPU path
 
     names = list(dict.fromkeys(names))
-    opts = [f"-arch={arch}", *OPTIONS] + (["--ptxas-options=-v"] if verbose and arch.startswith("sm_") else [])
+    opts = [f"-arch={arch}", *(OPTIONS if options is None else options)]
+    opts += ["--ptxas-options=-v"] if verbose and arch.startswith("sm_") else []
     prog = nvrtc.createProgram(text, filename, [], [])
     try:
         for n in names:

@@ -25,6 +25,8 @@ __all__ = ["fuse", "FuseError", "Tracer", "Program"]
 
 #: How programs run on the CPU (see :func:`fuse`).
 CPU_MODES = ("plan", "loop")
+#: How programs run on a GPU (see :class:`Program`).
+CUDA_MODES = ("kernel", "plan")
 
 #: Plans by (graph signature, output structure, device, backend name): the compiled programs.
 _PLANS: dict = {}
@@ -33,11 +35,21 @@ _PLANS: dict = {}
 class Program:
     """A fused function: ``Program(fn)(*args)`` runs ``fn`` traced (see :func:`fuse`)."""
 
-    def __init__(self, fn, cpu: str = "plan", overrides=None):
+    def __init__(self, fn, cpu: str = "plan", overrides=None, block: int | None = None, cuda: str = "kernel"):
         if cpu not in CPU_MODES:
             raise ValueError(f"expansions.fuse: unknown cpu={cpu!r}: use one of {CPU_MODES}")
+        if cuda not in CUDA_MODES:
+            raise ValueError(f"expansions.fuse: unknown cuda={cuda!r}: use one of {CUDA_MODES}")
+        if block is not None and (block <= 0 or block % 32):
+            raise ValueError(f"expansions.fuse: block={block!r}: threads per block must be a positive multiple of 32")
         self.fn = fn
         self.cpu = cpu
+        #: threads per block of the CUDA kernel (None: expansions.cuda.build.BLOCK); ``expansions.tune``
+        #: chooses it from the occupancy calculator's formulas (expansions.cuda.occupancy)
+        self.block = block
+        #: on cuda arrays: "kernel" (one generated kernel) or "plan" (the planned backend calls, one
+        #: kernel per operation: what runs a graph of several formats, which one kernel cannot)
+        self.cuda = cuda
         #: {k: {"terms": R, "method": name}}: parameters of the k-th arithmetic operation replaced
         #: (what ``expansions.tune`` chooses); see :func:`expansions.programs.trace.trace`.
         self.overrides = dict(overrides or {})
@@ -60,10 +72,13 @@ class Program:
         device = devices.pop() if devices else "cpu"
         outputs = tuple(("node", v) if kind == "node" else ("value", v) for kind, v in items)
         out_key = tuple((kind, v if kind == "node" else id(v)) for kind, v in items)
-        key = (graph.signature(), out_key, device, for_device(device).name, self.cpu)
+        key = (graph.signature(), out_key, device, for_device(device).name, self.cpu, self.block, self.cuda)
         if key not in _PLANS:
-            if device == "cuda":
-                _PLANS[key] = KernelPlan(graph, outputs, device, cupy_launch)
+            if device == "cuda" and self.cuda == "kernel":
+                launch = cupy_launch if self.block is None else functools.partial(cupy_launch, block=self.block)
+                _PLANS[key] = KernelPlan(graph, outputs, device, launch)
+            elif device == "cuda":
+                _PLANS[key] = Plan(graph, outputs, device)
             else:
                 _PLANS[key] = LoopPlan(graph, outputs, device) if self.cpu == "loop" else Plan(graph, outputs, device)
         return _PLANS[key]

@@ -402,16 +402,17 @@ def _function(name: str, text: str, device_id: int):
     return _FUNCTIONS[name, device_id][1]
 
 
-def cupy_launch(name: str, text: str, params, count: int):
+def cupy_launch(name: str, text: str, params, count: int, block: int | None = None):
     """Run a program's kernel on the current CuPy device with ``params`` (arrays and ints, in the
-    kernel's order) and the count (blocks of :data:`build.BLOCK` threads, a grid-stride loop over the
-    lane groups)."""
+    kernel's order) and the count (blocks of ``block`` threads, default :data:`build.BLOCK`, a
+    grid-stride loop over the lane groups: any multiple of 32 gives the same bits)."""
     import cupy  # optional dependency: CuPy is needed only on the GPU path
 
     if not count:
         return
     device = cupy.cuda.Device()
     fn = _function(name, text, device.id)
-    blocks = min(-(-count * 32 // build.BLOCK), 32 * device.attributes["MultiProcessorCount"])
+    block = block or build.BLOCK
+    blocks = min(-(-count * 32 // block), 32 * device.attributes["MultiProcessorCount"])
     args = [np.int64(a) if isinstance(a, int) else a for a in params]
-    fn((blocks,), (build.BLOCK,), tuple(args + [np.int64(count)]))
+    fn((blocks,), (block,), tuple(args + [np.int64(count)]))
