@@ -48,7 +48,9 @@ Propagation (first-order-free; ``dx = x' - x``, ``|dx| <= E'_x``, the same for y
 * a constant or a float-array input promoted to an expansion: ``E = |promoted - value|``, exactly
   (decimal strings and mpmath numbers by their exact rational value);
 * comparisons and ``where``: no bound (a comparison of computed values may decide the other way):
-  not proven, with the node named.
+  not proven, with the node named;
+* the elementary functions: their bounds are stated, measured ones (``bounds.ELEMENTARY``), not
+  proven: not proven, with the node named.
 
 The output: ``E`` and the relative bound ``E / (|v~| - E)`` (>= |v~ - v| / |v|, since |v| >= |v~| - E),
 infinite when ``E >= |v~|``.  Elements whose inputs are not finite are left out (the non-finite rule,
@@ -72,7 +74,7 @@ from .formats import format_of
 from .operations import operands
 from .programs import Program
 from .programs.cpu import Plan
-from .programs.trace import BINARY, COMPARE
+from .programs.trace import BINARY, COMPARE, ELEMENTARY, ELEMENTARY2
 from .reference.fp import round_fraction
 
 
@@ -279,6 +281,9 @@ def composed_bound(fn, samples, overrides=None, elements: int = 64) -> ComposedB
             if n.op in COMPARE or n.op == "where":
                 if any(j in plan.ancestors[i] for i in out_nodes):
                     raise NotProven(f"{_node_name(j, n)}: a comparison of computed values may decide the other way")
+            if n.op in ELEMENTARY or n.op in ELEMENTARY2:
+                raise NotProven(f"{_node_name(j, n)}: the elementary functions have stated (empirical) bounds "
+                                "only, expansions.bounds.ELEMENTARY")
             if n.op in BINARY or n.op in ("sqrt", "reciprocal"):
                 R = n.fmt[0]
                 alg = ("reciprocal" if n.op == "reciprocal" else

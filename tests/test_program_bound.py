@@ -127,6 +127,9 @@ def test_not_proven_names_the_node():
     assert not chosen.proven and "comparison" in chosen.reason
     dw = PB.composed_bound(lambda a, b, c: ex.add(a, b, terms=2, method="dw_add_sloppy"), (a, b, c))
     assert not dw.proven and "dw_add_sloppy" in dw.reason
+    for fn in (lambda a, b, c: ex.exp(a) * b + c, lambda a, b, c: a * ex.atan2(b, c)):
+        elem = PB.composed_bound(fn, (a, b, c))
+        assert not elem.proven and "elementary" in elem.reason and "node" in elem.reason
 
 
 def test_constants_and_non_finite_inputs():
