@@ -67,7 +67,7 @@ def collect(threads: int | None = None) -> tuple[list[tuple], list[str]]:
         for i in jobs[arch]:
             r = usage[(arch, i)]
             m = i.M if build.OPERATIONS[i.op].params == "NMR" else "-"
-            rows.append((arch, i.op, i.dtype, i.N, m, i.R, r.registers, r.stack, r.spill_stores, r.spill_loads))
+            rows.append((arch, i.label, i.dtype, i.N, m, i.R, r.registers, r.stack, r.spill_stores, r.spill_loads))
     return rows, notes
 
 
@@ -77,7 +77,7 @@ def spilling(rows) -> list[tuple]:
 
 
 def _sequential(row) -> bool:
-    return build.OPERATIONS[row[1]].mapping == "thread"
+    return build.OPERATIONS[row[1].removesuffix("+renormalize")].mapping == "thread"
 
 
 def render(rows, notes) -> str:
