@@ -423,6 +423,22 @@ def floor_per_op(cell: dict, floor: dict, per_op: dict) -> dict | None:
     return out
 
 
+#: The operations whose first counted loop is the multiplication's loop over y_i (R - 1 steps).
+MUL_OPS = ("mul_truncated", "TruncMul")
+
+
+def _walk(func, events, cell: dict, info: dict) -> list:
+    """:func:`bench.sass.walk` of one warp-iteration; where the compiler hid the trip count of the
+    multiplication's loop over y_i (its code holds no constant bound, e.g. with the renormalization
+    inlined after it), that count is given: R - 1 steps (Algorithm 2, lines 3-17)."""
+    try:
+        return sass.walk(func, events, kind=cell["kind"], info=info)
+    except sass.ModelError as exc:
+        if cell["op"] not in MUL_OPS or "no constant trip count" not in str(exc):
+            raise
+        return sass.walk(func, events, counted=(cell["R"] - 1,), kind=cell["kind"], info=info)
+
+
 def model_cell(cell: dict, func, figures: dict) -> dict:
     """The modeled record of one cell (``func``: its parsed SASS)."""
     rec = dict(cell)
@@ -440,8 +456,7 @@ def model_cell(cell: dict, func, figures: dict) -> dict:
             else:
                 chosen = np.random.default_rng(0).choice(len(seqs), SAMPLE, replace=False)
                 picks, weights = np.unique(inverse[chosen], return_counts=True)
-            walks = [(sass.counts(sass.walk(func, _events(uniq[p]), kind=cell["kind"], info=info)), w)
-                     for p, w in zip(picks, weights)]
+            walks = [(sass.counts(_walk(func, _events(uniq[p]), cell, info)), w) for p, w in zip(picks, weights)]
             total = sum(w for _, w in walks)
             per_iter = {c: sum(cnt[c] * w for cnt, w in walks) / total for c in sass.CLASSES}
             checks = (seqs >= 0).sum(axis=1)
@@ -577,9 +592,10 @@ def markdown(records: list[dict], info: dict) -> str:
         lines.append(f"| {r['op']} | {r['R']} | {r['over_k40']['H100 SXM']:.1f}× | {r['bound']['H100 SXM']['binding']} "
                      f"| {tot:.4g} | {fp:.0f} % / {shares} |")
     lines += ["", "A miss bound by issue slots means the kernel executes more instructions per operation than the "
-              "H100's issue rate allows for 25× the K40: fewer non-floating-point instructions (selects that keep "
-              "finished groups, vote and branch bookkeeping of the data-dependent loops, the non-finite checks on "
-              "the hot path) is what would fix it (issue 13, item 2).", ""] if misses else []
+              "H100's issue rate allows for 25× the K40: fewer non-floating-point instructions is what would fix "
+              "it (the selects that keep finished groups and the vote and branch bookkeeping of the data-dependent "
+              "loops; the non-finite rule is one vote on the hot path already): see the next section's reasons "
+              "(issue 13, item 2).", ""] if misses else []
     lines += floor_section(records)
     lines += ["## Every cell", "",
               "Per operation: warp instructions by class, total; bound in Mop/s (H100 SXM, H200) and the binding "
@@ -643,12 +659,13 @@ REASONS = {
         "the propagate rounds without selects or group votes (groups run on, as for the fast addition, with the "
         "same sign-of-zero change to the twins), one warp vote per round"),
     "renormalization (renormalize, and the renormalizing instances `…, true>`)": (
-        "the sorting network's integer keys, index shuffles and compares (only the term's shuffle is in the "
-        "floor), the per-lane output index of VecSumErrBranch (integer and select work on every lane for every "
-        "term), the nonoverlap test's ulp from the exponent bits, the loop's extra warp vote per round",
-        "skip the sort when the terms are already ordered by magnitude (one vote; the additions' and the "
-        "multiplication's outputs usually are), the output index by one prefix count (a ballot and a popc) "
-        "instead of per-term selects; the renormalizing instances then cost the operation plus a few rounds"),
+        "the per-lane output index of VecSumErrBranch (integer and select work on every lane for every term), "
+        "the nonoverlap test's ulp from the exponent bits, the loop's extra warp vote per round, the sort's "
+        "test (a shuffle, the keys, a vote: the sorting network itself now runs only when a group of the warp "
+        "is out of order, warp_needs_sort) and, where it runs, its integer keys and index shuffles",
+        "the output index by one prefix count (a ballot and a popc) instead of per-term selects; the nonoverlap "
+        "test and the loop's exit in one vote; the renormalizing instances then cost the operation plus "
+        "about one round"),
     "sequential baselines (Cert*, Dd*, Qd*)": (
         "loop counters, the merge's comparisons and branches, addressing of the loads and stores (their floor is "
         "the FP instructions the compiler emitted)",
@@ -665,19 +682,21 @@ def floor_section(records: list[dict]) -> list[str]:
              "benchmark's inputs (floor_per_op in bench/model.py); the renormalizing instances' floor is the "
              "operation's plus the renormalization's.", "",
              "| kernel | " + " | ".join(f"R = {R}" for R in rs) + " |", "|---" * (len(rs) + 1) + "|"]
-    seen = dict.fromkeys((r["kernel"].split("<")[0], bool(r.get("renormalize")), r["source"]) for r in records
-                         if r.get("over_floor") and r["dtype"] == "float64")
+    def label(r):
+        name = r["op"] if r["source"] == "bench" else r["kernel"].split("<")[0].split("::")[-1]
+        kind = " (benchmark, best case)" if r["source"] == "bench" else ""
+        return name + (" + renormalize" if r.get("renormalize") else "") + kind
+
+    f64 = [r for r in records if r.get("over_floor") and r["dtype"] == "float64"]
     over = []
-    for name, renorm, _source in seen:
+    for name in dict.fromkeys(label(r) for r in f64):
         row = []
         for R in rs:
-            rec = next((r for r in records if r["kernel"].split("<")[0] == name and bool(r.get("renormalize")) == renorm
-                        and r["R"] == R and r["dtype"] == "float64" and r.get("over_floor")), None)
+            rec = next((r for r in f64 if label(r) == name and r["R"] == R), None)
             row.append("" if rec is None else f"{rec['over_floor']:.2f}")
             if rec is not None and rec["over_floor"] > GOAL_OVER_FLOOR:
                 over.append(rec)
-        label = name.split("::")[-1] + (" + renormalize" if renorm else "")
-        lines.append(f"| {label} | " + " | ".join(row) + " |")
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
     lines += ["", f"Cells over {GOAL_OVER_FLOOR:g}x the floor (float64): {len(over)} of "
               f"{sum(1 for r in records if r.get('over_floor') and r['dtype'] == 'float64')}.  Why, and the fix:", "",
               "| kernel family | instructions beyond the floor | what would bring it to the floor |", "|---|---|---|"]

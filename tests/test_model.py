@@ -136,7 +136,7 @@ STALENESS = [("bench::best<bench::SafeAdd, double, 2>", "float64", 2),
              ("bench::best<bench::FastAdd, float, 4>", "float32", 4),
              ("bench::best<bench::TruncMul, double, 3>", "float64", 3),
              ("expansions::add_safe<double, 4, 4, 4, false>", "float64", 4),
-             ("expansions::mul_truncated<float, 3, 3, 3, true>", "float32", 3)]
+             ("expansions::add_fast<float, 4, 4, 4, true>", "float32", 4)]
 
 
 @pytest.mark.parametrize("kernel,dtype,R", STALENESS)
