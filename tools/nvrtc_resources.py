@@ -7,9 +7,9 @@ of ``expansions.cuda.build.MIXED_SIZES``; sm_80 and sm_70: R in ``build.SUBSET_R
 sizes.  The sequential baselines (one thread per expansion) are compiled for their fixed size (dd: 2,
 qd: 4) or R in ``build.SUBSET_R``, on every architecture, both layouts.  The operations that
 renormalize in registers (``build.Operation.renormalizes``) are listed as ``op+renormalize`` (the
-instance the library launches) at the sizes above, and as ``op`` (raw) on sm_90 for R in ``SUBSET_R``.  An NVRTC without sm_70 (CUDA
-13) compiles sm_75 instead and the output says so.  The table lists registers, stack frame and spill
-bytes from ``--ptxas-options=-v``.
+instance the library launches) at the sizes above, and as ``op`` (raw) on sm_90 for R in
+``SUBSET_R``.  An NVRTC without sm_70 (CUDA 13) compiles sm_75 instead and the output says so.
+The table lists registers, stack frame and spill bytes from ``--ptxas-options=-v``.
 
 Exit status 1 if a kernel with R <= 16 spills (spill stores or loads > 0); with ``--check``, also if
 the file on disk differs from the table just computed (nothing is written).
