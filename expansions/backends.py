@@ -66,6 +66,10 @@ class Backend:
     dw_binary: Callable
     dw_unary: Callable
     reduce: Callable
+    #: its additions, multiplication and Newton kernels take ``renormalize=True`` and then return the
+    #: renormalized result in one kernel launch (the CUDA launchers); else the renormalization is a
+    #: second call of ``renormalize`` (:func:`expansions.dispatch.operation` composes them).
+    renormalizes_in_kernel: bool = False
 
 
 def _twin_double_word(name: str, *operands):
@@ -122,7 +126,7 @@ cuda = Backend(
     mul_truncated=_launch.mul_truncated, renormalize=_launch.renormalize, negate=_launch.negate,
     newton_reciprocal=_launch.newton_reciprocal, newton_div=_launch.newton_div, newton_sqrt=_launch.newton_sqrt,
     dw_binary=_double_word_binary(_dw_kernels.run), dw_unary=_double_word_unary(_dw_kernels.run),
-    reduce=_reduce_launch.reduce,
+    reduce=_reduce_launch.reduce, renormalizes_in_kernel=True,
 )
 
 

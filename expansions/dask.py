@@ -35,6 +35,7 @@ import dask
 import dask.array as da
 import numpy as np
 
+from . import dispatch
 from . import formats as F
 from .arraytype import ExpansionArray
 from .backends import for_terms, xp_of
@@ -257,7 +258,7 @@ def _node(a, b):
     R = a.shape[-1]
     flat_a, flat_b = a.reshape(-1, R), b.reshape(-1, R)
     with np.errstate(all="ignore"):
-        return be.renormalize(be.add_safe(flat_a, flat_b, R), R).reshape(a.shape)
+        return dispatch.run("add", "safe", be, True, flat_a, flat_b, R).reshape(a.shape)
 
 
 def _combine(parts: list, n: int, zero):

@@ -1,10 +1,11 @@
 """Which kernel runs an operation: the algorithm a method name stands for, on which backend.
 
 The dispatch of :mod:`expansions.operations` (which the operators and the public functions share)
-calls :func:`method` and :func:`kernel` once per operation, with the operation, the method name, R
-and the backend of the operands (:mod:`expansions.backends`), and then the function :func:`kernel`
-returns on the (count, n) arrays of terms.  At R = 2 the double-word algorithms of :mod:`expansions.dw` are
-selectable by name and are the defaults (``R2_DEFAULTS``).
+calls :func:`method` and :func:`operation` once per operation, with the operation, the method name, R
+and the backend of the operands (:mod:`expansions.backends`), and then the function :func:`operation`
+returns on the (count, n) arrays of terms: the kernel and its renormalization, one launch on the
+GPU.  At R = 2 the double-word algorithms of :mod:`expansions.dw` are selectable by name and are the
+defaults (``R2_DEFAULTS``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,36 @@ def kernel(op: str, alg: str, be: Backend):
     if op == "sqrt":
         return partial(be.dw_unary, alg)
     return partial(be.dw_binary, alg, "add" if op == "sub" else op, negate_y=op == "sub")
+
+
+#: Algorithms whose kernels renormalize in registers on a backend with ``renormalizes_in_kernel``.
+RENORMALIZING = ADD_METHODS + MUL_METHODS + ("newton", "reciprocal")
+
+
+def operation(op: str, alg: str, be: Backend, renormalize: bool = True):
+    """How backend ``be`` computes operation ``op`` by algorithm ``alg`` with the library's output:
+    ``(run, then)``, ``run`` called as :func:`kernel`'s function is, ``then`` None or the function
+    ``(out, R) -> terms`` to apply to its output.  With ``renormalize`` the output is the raw output
+    renormalized by :func:`renormalizer` (for 'sqrt' and 'reciprocal', only the Newton kernels'
+    output is), else the raw output.  On a backend whose kernels renormalize in registers (the CUDA
+    launchers) ``run`` does both in one kernel launch, with the same bits as the kernel followed by
+    the renormalization (``renormalizer(alg, cpu)(kernel(op, alg, cpu)(...), R)``, its specification,
+    which the other backends run as it stands: ``then`` is that renormalizer)."""
+    fn = kernel(op, alg, be)
+    unary = op in ("sqrt", "reciprocal")
+    if not renormalize or (unary and alg not in ("newton", "reciprocal")):
+        return fn, None
+    if be.renormalizes_in_kernel and alg in RENORMALIZING:
+        return partial(fn, renormalize=True), None
+    return fn, renormalizer(alg, be)
+
+
+def run(op: str, alg: str, be: Backend, renormalize: bool, *operands):
+    """Operation ``op`` by ``alg`` on ``be`` (see :func:`operation`): its (count, R) terms;
+    ``operands``: the (count, n) terms, then R."""
+    fn, then = operation(op, alg, be, renormalize)
+    out = fn(*operands)
+    return then(out, operands[-1]) if then is not None else out
 
 
 def renormalizer(alg: str, be: Backend):

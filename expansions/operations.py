@@ -126,9 +126,10 @@ def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=
     if one_term_divisor and alg == "newton" and not bool((yt[:, 1:] != 0).any()):
         yt = yt[:, :1]  # a divisor given as floats: the cheaper one-term kernel
     with np.errstate(all="ignore"):
-        out = dispatch.kernel(op, alg, be)(xt, yt, R)
-        if renormalize:
-            out = dispatch.renormalizer(alg, be)(out, R)
+        run, then = dispatch.operation(op, alg, be, renormalize)
+        out = run(xt, yt, R)
+        if then is not None:
+            out = then(out, R)
     return ExpansionArray(out.reshape(shape + (R,)))
 
 
@@ -142,9 +143,10 @@ def unary(op: str, x, method: str = "auto", renormalize: bool = True) -> Expansi
     alg = "reciprocal" if op == "reciprocal" else dispatch.method(op, method, R)
     be = for_terms(x.terms)
     with np.errstate(all="ignore"):
-        out = dispatch.kernel(op, alg, be)(x.terms.reshape(-1, R), R)
-        if renormalize and alg in ("newton", "reciprocal"):
-            out = dispatch.renormalizer(alg, be)(out, R)
+        run, then = dispatch.operation(op, alg, be, renormalize)
+        out = run(x.terms.reshape(-1, R), R)
+        if then is not None:
+            out = then(out, R)
     return ExpansionArray(out.reshape(x.terms.shape))
 
 

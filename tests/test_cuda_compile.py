@@ -78,7 +78,18 @@ def test_name_expressions_cover_the_table():
     names = [i.name_expression for i in insts]
     assert len(set(names)) == len(names)
     assert {i.op for i in insts} == set(build.OPERATIONS)
-    assert build.instance("add_safe", "float64", 4, 2, 3).name_expression == "expansions::add_safe<double, 2, 3, 4>"
+    assert build.instance("add_safe", "float64", 4, 2, 3).name_expression == \
+        "expansions::add_safe<double, 2, 3, 4, false>"
+    assert build.instance("add_safe", "float64", 4, 2, 3, renormalize=True).name_expression == \
+        "expansions::add_safe<double, 2, 3, 4, true>"
+    assert build.instance("newton_div", "float32", 4, renormalize=True).name_expression == \
+        "expansions::newton_div<float, 4, 4, 4, true, 2, 3, 4>"
+    with pytest.raises(ValueError):
+        build.instance("renormalize", "float64", 4, renormalize=True)
+    # every operation with a renormalizing instance is in the resource check both ways on sm_90
+    both = {(i.op, i.renormalize) for i in insts}
+    assert all((op, flag) in both for op, info in build.OPERATIONS.items() if info.renormalizes
+               for flag in (False, True))
     assert build.instance("renormalize", "float32", 8, 3).name_expression == "expansions::renormalize<float, 3, 8>"
     assert build.instance("negate", "float64", 5).name_expression == "expansions::negate<double, 5>"
     with pytest.raises(ValueError):

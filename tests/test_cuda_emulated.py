@@ -13,6 +13,7 @@ is the GPU itself (tests/test_gpu.py does that where a GPU is present).  The seq
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 from helpers import emulated_library
 
+from expansions import backends, dispatch
 from expansions.baselines import cpu as baseline_twin
 from expansions.cpu import kernels as twin
 from expansions.cpu import newton as newton_twin
@@ -41,8 +43,28 @@ NEWTON_RS = (2, 3, 5, 8)
 NEWTON_MIXED = {"NMR": ((3, 1, 2), (5, 7, 3), (4, 1, 5), (8, 8, 4)), "NR": ((1, 0, 4), (3, 0, 2), (8, 0, 5))}
 
 
-def instances():
+#: Sizes of the renormalizing instances (the operation and the renormalization in one kernel): R,
+#: and mixed (N, M, R) whose lanes R..W-1 hold the raw operation's leftovers (W > R).
+RENORM_RS = (2, 3, 5, 8, 32)
+RENORM_MIXED = ((2, 4, 4), (8, 8, 4), (1, 3, 2), (32, 1, 4), (5, 7, 3))
+NEWTON_RENORM = {"NMR": ((2, 2, 2), (3, 3, 3), (5, 5, 5), (3, 1, 2), (8, 8, 4)),
+                 "NR": ((2, 0, 2), (3, 0, 3), (5, 0, 5), (1, 0, 4), (8, 0, 5))}
+
+
+def renormalizing_instances():
+    """The renormalizing instances of the operations that have one (build.Operation.renormalizes)."""
     out = []
+    for op, info in B.OPERATIONS.items():
+        if not info.renormalizes:
+            continue
+        sizes = NEWTON_RENORM[info.params] if info.newton else [(R, R, R) for R in RENORM_RS] + list(RENORM_MIXED)
+        for dt in B.CTYPES:
+            out += [B.instance(op, dt, R, N, M or None, renormalize=True) for N, M, R in sizes]
+    return sorted(set(out))
+
+
+def instances():
+    out = renormalizing_instances()
     for op, info in B.OPERATIONS.items():
         if info.params == "RC":  # the reductions: tests/test_reduce_emulated.py
             continue
@@ -61,7 +83,7 @@ def instances():
 
 
 def symbol(i):
-    return f"emu_{i.op}_{i.dtype}_{i.N}_{i.M}_{i.R}"
+    return f"emu_{i.op}_{i.dtype}_{i.N}_{i.M}_{i.R}" + ("_renormalize" if i.renormalize else "")
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +112,12 @@ def run(lib, inst, x, y, grid, block):
 
 
 def twin_of(inst, x, y):
+    """The twin's output; for a renormalizing instance, the twin's output renormalized as the library
+    did with two kernels (dispatch.renormalizer on the twins' backend: the specification)."""
+    if inst.renormalize:
+        raw = twin_of(B.Instance(inst.op, inst.dtype, inst.N, inst.M, inst.R), x, y)
+        alg = "newton" if B.OPERATIONS[inst.op].newton else inst.op.split("_")[1]
+        return dispatch.renormalizer(alg, backends.cpu)(raw, inst.R)
     info = B.OPERATIONS[inst.op]
     if info.mapping == "thread":  # baselines: the AoS twin (the SoA kernel's result is transposed back)
         f = getattr(baseline_twin, inst.op.removesuffix("_soa"))
@@ -157,25 +185,48 @@ def _bits(a):
     return a.view(np.uint64 if a.dtype == np.float64 else np.uint32)
 
 
-@pytest.mark.parametrize("op", [op for op, info in B.OPERATIONS.items() if info.params != "RC"])
-def test_emulated_kernels_equal_twins(lib, op):
-    rng = np.random.default_rng(list(B.OPERATIONS).index(op))
+def _failures(lib, insts, rng, twin=twin_of) -> list:
+    """Every instance on every kind of input (and on counts that are not multiples of a warp, odd
+    grids) against ``twin``: the rows whose bits differ."""
     failures = []
     with np.errstate(all="ignore"):
-        for inst in [i for i in instances() if i.op == op]:
+        for inst in insts:
             per = max(4, 256 // inst.group_width)
-            for kind in KINDS + (("ties",) if B.OPERATIONS[op].mapping == "thread" else ()):
+            for kind in KINDS + (("ties",) if B.OPERATIONS[inst.op].mapping == "thread" else ()):
                 x, y = inputs(inst, per, rng, kind)
                 grid, block = [(1, 32), (2, 64), (3, 96)][int(rng.integers(3))]
-                got, want = run(lib, inst, x, y, grid, block), twin_of(inst, x, y)
+                got, want = run(lib, inst, x, y, grid, block), twin(inst, x, y)
                 bad = (_bits(got) != _bits(want)).any(axis=1)
                 if bad.any():
                     r = int(np.flatnonzero(bad)[0])
                     failures.append(f"{inst.name_expression} {kind} row {r}: x={x[r]} got={got[r]} want={want[r]}")
-            for count in (0, 1, 31, 33):  # counts that are not multiples of a warp, odd grids
+            for count in (0, 1, 31, 33):
                 if inst.R in (2, 3, 8, 32):
                     x, y = inputs(inst, count, rng, "random")
-                    got, want = run(lib, inst, x, y, 1 + count % 3, 32 * (1 + count % 2)), twin_of(inst, x, y)
+                    got, want = run(lib, inst, x, y, 1 + count % 3, 32 * (1 + count % 2)), twin(inst, x, y)
                     if not np.array_equal(_bits(got), _bits(want)):
                         failures.append(f"{inst.name_expression} count {count}")
+    return failures
+
+
+@pytest.mark.parametrize("op", [op for op, info in B.OPERATIONS.items() if info.params != "RC"])
+def test_emulated_kernels_equal_twins(lib, op):
+    rng = np.random.default_rng(list(B.OPERATIONS).index(op))
+    failures = _failures(lib, [i for i in instances() if i.op == op and not i.renormalize], rng)
     assert not failures, "\n".join(failures[:10])
+
+
+@pytest.mark.parametrize("op", [op for op, info in B.OPERATIONS.items() if info.renormalizes])
+def test_renormalizing_kernels_equal_twin_then_renormalize(lib, op):
+    """One launch per operation: the renormalizing instance (the operation, then the renormalization
+    in registers) gives the bits of the twin followed by the twins' renormalization, as the library
+    computed with two kernels (random, adversarial and non-finite inputs; mixed sizes whose padding
+    lanes hold the raw operation's leftovers)."""
+    rng = np.random.default_rng(100 + list(B.OPERATIONS).index(op))
+    insts = [i for i in renormalizing_instances() if i.op == op]
+    assert {i.dtype for i in insts} == set(B.CTYPES) and len({i.R for i in insts}) >= 3
+    failures = _failures(lib, insts, rng)
+    assert not failures, "\n".join(failures[:10])
+    # the check can fail: the raw output is not what these kernels return
+    raw = _failures(lib, insts[:4], rng, lambda inst, x, y: twin_of(B.Instance(*dataclasses.astuple(inst)[:-1]), x, y))
+    assert raw, f"{op}: the renormalizing kernels returned the raw output"

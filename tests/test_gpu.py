@@ -71,6 +71,8 @@ def _all_instances():
         for N, M, R in MIXED:
             out += [build.instance(op, dtype, R, N, M) for op in BINARY]
             out.append(build.instance("renormalize", dtype, R, N))
+        for N, M, R in [(R, R, R) for R in RS] + list(MIXED):
+            out += [build.instance(op, dtype, R, N, M, renormalize=True) for op in BINARY]
     return out
 
 
@@ -251,6 +253,32 @@ def test_kernel_equals_numpy_twin(op, R, dtype, record_property):
 def test_mixed_sizes_equal_numpy_twin(op, sizes, dtype, record_property):
     N, M, R = sizes
     _check_families(op, dtype, N, M, R, record_property, seed=N * 101 + M * 11 + R)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sizes", [(R, R, R) for R in RS] + list(MIXED), ids=lambda s: "N{}-M{}-R{}".format(*s))
+@pytest.mark.parametrize("op", BINARY)
+def test_renormalizing_kernel_equals_twin_then_renormalize(op, sizes, dtype, record_property):
+    """One launch per operation: ``renormalize=True`` (the operation and the renormalization in one
+    kernel) gives the bits of the twin followed by the twins' renormalization, and of the two
+    launches (the operation, then ``renormalize``) the library made before."""
+    cp = _cp()
+    launch = _launch()
+    N, M, R = sizes
+    total = 0
+    for k, name in enumerate(FAMILIES):
+        if _skip_family(name, op, dtype):
+            continue
+        x, y = family(name, op, dtype, N, M, R, FAMILY_COUNT, N * 37 + M * 5 + R + 1000 * k)
+        x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+        xd, yd = cp.asarray(x), cp.asarray(y)
+        one = cp.asnumpy(getattr(launch, op)(xd, yd, R, renormalize=True))
+        two = cp.asnumpy(launch.renormalize(getattr(launch, op)(xd, yd, R), R))
+        ref = twin.renormalize(_twin(op, x, y, R), R)
+        _assert_same_bits(one, ref, x, y, f"{op} renormalizing {dtype} N={N} M={M} R={R} family={name} vs twin")
+        _assert_same_bits(one, two, x, y, f"{op} renormalizing {dtype} N={N} M={M} R={R} family={name} vs two launches")
+        total += len(x)
+    record_property("expansions", total)
 
 
 @pytest.mark.parametrize("count", [0, 1, 31, 33])

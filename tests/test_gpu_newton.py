@@ -69,3 +69,29 @@ def test_public_division_and_sqrt_on_the_gpu_equal_the_cpu():
             cpu = f(x, y).terms
             gpu = f(x.to_device("cuda"), y.to_device("cuda")).to_device("cpu").terms
             _same(gpu.reshape(-1, R), cpu.reshape(-1, R), f"R={R}")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("R", (2, 3, 5, 8, 16))
+def test_renormalizing_newton_kernels_equal_two_launches(R, dtype):
+    """One launch per operation: the renormalizing Newton kernels give the bits of the twin followed
+    by the library's renormalization (dispatch.renormalizer: zero results keep their sign) and of the
+    two launches the library made before."""
+    import cupy as cp
+
+    from expansions import backends, dispatch
+    from expansions.cuda import launch
+
+    ren_twin = dispatch.renormalizer("newton", backends.cpu)
+    ren_gpu = dispatch.renormalizer("newton", backends.cuda)
+    for m in (R, 1):
+        x, y, a = _inputs(R, dtype, m, seed=R * 20 + m)
+        aa = np.ascontiguousarray(a[:, :m])
+        with np.errstate(all="ignore"):
+            for what, fn, tw, args in (("div", launch.newton_div, twin.div, (x, y)),
+                                       ("reciprocal", launch.newton_reciprocal, twin.reciprocal, (y,)),
+                                       ("sqrt", launch.newton_sqrt, twin.sqrt, (aa,))):
+                dev = [cp.asarray(v) for v in args]
+                one = cp.asnumpy(fn(*dev, R, renormalize=True))
+                _same(one, ren_twin(tw(*args, R), R), f"{what} m={m} renormalizing vs twin")
+                _same(one, cp.asnumpy(ren_gpu(fn(*dev, R), R)), f"{what} m={m} renormalizing vs two launches")

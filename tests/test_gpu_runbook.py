@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import gpu_launch_each  # noqa: E402
 import gpu_run  # noqa: E402
 
-from expansions import backends  # noqa: E402
+from expansions import backends, dispatch  # noqa: E402
 from expansions.cuda import build  # noqa: E402
 from expansions.dw import cpu as dw_twins  # noqa: E402
 
@@ -38,7 +38,19 @@ def test_phases_skip_cleanly_without_a_gpu(tmp_path):
 def test_launch_each_covers_every_kernel_with_the_twins_signatures():
     """The sanitizer's script, run with the twins in place of the launchers, agrees with itself: every
     call it makes has the right arguments for its kernel."""
-    twins = {name: gpu_launch_each._twin(name) for name, op in build.OPERATIONS.items() if op.params != "RC"}
+    def with_renormalize(name, op):
+        twin = gpu_launch_each._twin(name)
+        if not op.renormalizes:
+            return twin
+        ren = dispatch.renormalizer("newton" if op.newton else "safe", backends.cpu)
+
+        def launcher(*args, renormalize=False):  # a launcher's keyword: the twin, then renormalize
+            out = twin(*args)
+            return ren(out, args[-1]) if renormalize else out
+
+        return launcher
+
+    twins = {name: with_renormalize(name, op) for name, op in build.OPERATIONS.items() if op.params != "RC"}
 
     def dw_run(name, *ops):
         hi, lo = getattr(dw_twins, name)(*gpu_launch_each.columns(ops))

@@ -101,7 +101,8 @@ def test_modules_stay_small(name):
 
 def test_one_table_for_kernels_launchers_twins_and_backends():
     """Every kernel of build.OPERATIONS names its twin; its launcher is generated with the twin's
-    number of arguments; the backends' functions of that name are the twin (cpu) and the launcher (cuda)."""
+    number of arguments (and the keyword ``renormalize`` where the kernel has a renormalizing
+    instance); the backends' functions of that name are the twin (cpu) and the launcher (cuda)."""
     import importlib
     import inspect
 
@@ -117,7 +118,10 @@ def test_one_table_for_kernels_launchers_twins_and_backends():
         launcher = launch.LAUNCHERS[name]
         assert getattr(launch, name) is launcher and twin.__qualname__ in launcher.__doc__
         params = [p for p in inspect.signature(twin).parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
-        assert len(params) == len(inspect.signature(launcher).parameters), name
+        lparams = inspect.signature(launcher).parameters.values()
+        assert len(params) == len([p for p in lparams if p.kind is p.POSITIONAL_OR_KEYWORD]), name
+        # the renormalizing instance (one launch per operation) is the keyword renormalize
+        assert [p.name for p in lparams if p.kind is p.KEYWORD_ONLY] == (["renormalize"] if op.renormalizes else [])
         if hasattr(backends.cpu, name):
             assert getattr(backends.cpu, name) is twin and getattr(backends.cuda, name) is launcher, name
 

@@ -122,6 +122,7 @@ def test_committed_table_covers_every_cell():
                                "FastAdd", "TruncMul")
         if parallel:
             assert "not_modeled" not in r, (r["kernel"], r.get("not_modeled"))
+            assert r["floor_total"] > 0 and r["over_floor"] == pytest.approx(r["total_per_op"] / r["floor_total"])
         if "not_modeled" not in r:
             assert set(r["bound"]) == set(model.DEVICES)
             assert all(b["mops"] > 0 for b in r["bound"].values())
@@ -134,7 +135,8 @@ def test_committed_table_covers_every_cell():
 STALENESS = [("bench::best<bench::SafeAdd, double, 2>", "float64", 2),
              ("bench::best<bench::FastAdd, float, 4>", "float32", 4),
              ("bench::best<bench::TruncMul, double, 3>", "float64", 3),
-             ("expansions::add_safe<double, 4, 4, 4>", "float64", 4)]
+             ("expansions::add_safe<double, 4, 4, 4, false>", "float64", 4),
+             ("expansions::add_fast<float, 4, 4, 4, true>", "float32", 4)]
 
 
 @pytest.mark.parametrize("kernel,dtype,R", STALENESS)
@@ -164,3 +166,55 @@ def test_paper_tables_show_the_committed_bound():
     text = collange2016.markdown(records, "test")
     assert text.count("(model bound, H100 SXM)") == len(collange2016.ALGORITHMS["add"]) + len(
         collange2016.ALGORITHMS["mul"])
+
+
+def test_the_floor_is_below_the_counted_instructions():
+    """The floor (the algorithm's own FP operations, shuffles, votes) never exceeds what the compiled
+    kernel issues of each class: the kernel contains its algorithm (2 % for the sampled walks), and
+    the renormalizing instances' floor exceeds the raw operation's."""
+    data = _committed()
+    checked = 0
+    for r in data["records"]:
+        if "floor_per_op" not in r:
+            continue
+        for c in ("fp64", "fp32", "shfl", "vote"):
+            assert r["floor_per_op"][c] <= r["instructions_per_op"][c] * 1.02 + 1e-9, (r["kernel"], c)
+        checked += 1
+    assert checked >= 100
+    by = {r["kernel"]: r for r in data["records"] if "floor_total" in r}
+    for k, r in by.items():
+        if k.endswith(", true>") and k.replace(", true>", ", false>") in by:
+            assert r["floor_total"] > by[k.replace(", true>", ", false>")]["floor_total"], k
+
+
+@pytest.mark.parametrize("R", [2, 3, 8])
+def test_safe_addition_floor_counts_algorithm_1(R):
+    """Algorithm 1 on R + R terms: 2Sum(x_0, y_0), 2(R - 1) insertions (a term to lane 0, the errors up,
+    a 2Sum), R - 2 zero steps (a shift, a 2Sum), a shift and an addition; per warp, for G groups."""
+    x, y = random_terms((64,), R, "float64", seed=1), random_terms((64,), R, "float64", seed=2)
+    G = 32 // group_width(R)
+    floor: dict = {}
+    model.vote_sequences("add_safe", "float64", R, best=False, floor=floor)
+    fp = 6 + 12 * (R - 1) + 6 * (R - 2) + 1
+    shfl = 4 * (R - 1) + (R - 2) + 1
+    assert floor["fp"] / floor["warp_iterations"] == fp and floor["shfl"] / floor["warp_iterations"] == shfl
+    votes = model.Votes(G)
+    np.testing.assert_array_equal(model.add_safe_floor(x, y, R, votes), K.add_safe(x, y, R))
+    cell = {"mapping": "group", "dtype": "float64", "per_warp_iteration": G}
+    per = model.floor_per_op(cell, floor, {})
+    assert per["fp64"] == fp / G and per["shfl"] == 2 * shfl / G and per["vote"] == 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_needs_sort_is_the_sorting_networks_order(dtype):
+    """The mirror of warp_needs_sort: a group needs the sort exactly when the stable sort by decreasing
+    magnitude (the twin's argsort, NaNs last) would move a term."""
+    rng = np.random.default_rng(5)
+    t = random_terms((400,), 6, dtype, seed=7)
+    t[::3] = np.take_along_axis(t[::3], rng.permuted(np.tile(np.arange(6), (len(t[::3]), 1)), axis=1), 1)
+    t[::7, 2] = t[::7, 1]  # ties keep their order
+    t[::11, 4] = np.nan
+    t[5::13] = 0.0
+    order = np.argsort(-np.abs(t), axis=1, kind="stable")
+    np.testing.assert_array_equal(model.needs_sort(t), (order != np.arange(6)).any(axis=1))
+    assert model.needs_sort(t).any() and not model.needs_sort(t).all()

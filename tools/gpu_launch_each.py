@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402 - after the path set-up above
 
-from expansions import backends, cuda  # noqa: E402
+from expansions import backends, cuda, dispatch  # noqa: E402
 from expansions.cuda import build, dw_kernels, launch  # noqa: E402
 from expansions.dw import ALGORITHMS  # noqa: E402
 from expansions.dw import cpu as dw_twins  # noqa: E402
@@ -67,6 +67,12 @@ def check_all(launchers, to_device, to_host, reduce, dw_run) -> list[str]:
                         want = _twin(name)(*args, *extra)
                     if not _same(got, want):
                         bad.append(f"{name} {dtype} N={N} M={M} R={R}")
+                    if op.renormalizes:  # the renormalizing instance: the twin, then the renormalization
+                        with np.errstate(all="ignore"):
+                            got = to_host(launchers[name](*[to_device(a) for a in args], R, renormalize=True))
+                            want = dispatch.renormalizer("newton" if op.newton else "safe", backends.cpu)(want, R)
+                        if not _same(got, want):
+                            bad.append(f"{name} renormalizing {dtype} N={N} M={M} R={R}")
     for R in (2, 3, 8):
         x = random_terms((3, 700), R, "float64", seed=7)
         with np.errstate(all="ignore"):

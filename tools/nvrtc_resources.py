@@ -5,9 +5,11 @@
 sm_90: every operation, float64 and float32, every R in 2..32 with N = M = R, plus the mixed sizes
 of ``expansions.cuda.build.MIXED_SIZES``; sm_80 and sm_70: R in ``build.SUBSET_R`` and the mixed
 sizes.  The sequential baselines (one thread per expansion) are compiled for their fixed size (dd: 2,
-qd: 4) or R in ``build.SUBSET_R``, on every architecture, both layouts.  An NVRTC without sm_70 (CUDA
-13) compiles sm_75 instead and the output says so.  The table lists registers, stack frame and spill
-bytes from ``--ptxas-options=-v``.
+qd: 4) or R in ``build.SUBSET_R``, on every architecture, both layouts.  The operations that
+renormalize in registers (``build.Operation.renormalizes``) are listed as ``op+renormalize`` (the
+instance the library launches) at the sizes above, and as ``op`` (raw) on sm_90 for R in
+``SUBSET_R``.  An NVRTC without sm_70 (CUDA 13) compiles sm_75 instead and the output says so.
+The table lists registers, stack frame and spill bytes from ``--ptxas-options=-v``.
 
 Exit status 1 if a kernel with R <= 16 spills (spill stores or loads > 0); with ``--check``, also if
 the file on disk differs from the table just computed (nothing is written).
@@ -67,7 +69,7 @@ def collect(threads: int | None = None) -> tuple[list[tuple], list[str]]:
         for i in jobs[arch]:
             r = usage[(arch, i)]
             m = i.M if build.OPERATIONS[i.op].params == "NMR" else "-"
-            rows.append((arch, i.op, i.dtype, i.N, m, i.R, r.registers, r.stack, r.spill_stores, r.spill_loads))
+            rows.append((arch, i.label, i.dtype, i.N, m, i.R, r.registers, r.stack, r.spill_stores, r.spill_loads))
     return rows, notes
 
 
@@ -77,7 +79,7 @@ def spilling(rows) -> list[tuple]:
 
 
 def _sequential(row) -> bool:
-    return build.OPERATIONS[row[1]].mapping == "thread"
+    return build.OPERATIONS[row[1].removesuffix("+renormalize")].mapping == "thread"
 
 
 def render(rows, notes) -> str:

@@ -16,7 +16,7 @@ template <class T, int N, int M, int R, int W>
 __device__ __forceinline__ T add_safe_group(T x, T y, int lane) {
     const T zero = T(0);
     TwoTerms<T> se = two_sum(lane == 0 ? x : zero, lane == 0 ? y : zero);
-    const T leading = shfl<W>(se.hi, 0);
+    const T first = se.hi;  // lane 0: RN(x0 + y0), the leading result of the non-finite rule
     constexpr int K = N > M ? N : M;
 #pragma unroll
     for (int i = 1; i < K; ++i) {
@@ -37,6 +37,8 @@ __device__ __forceinline__ T add_safe_group(T x, T y, int lane) {
     }
     const T up = shfl_up<W>(se.lo, 1);
     const T s = add_rn(se.hi, lane == 0 ? zero : up);
+    if (!warp_has_nonfinite<N, M, R, W>(x, y, s, lane)) return s;  // finite: the epilogue would return s
+    const T leading = shfl<W>(first, 0);
     return nonfinite_epilogue<T, R, W>(s, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
 }
 
@@ -51,7 +53,7 @@ __device__ __forceinline__ T add_fast_group(T x, T y, int lane) {
     const T xr = (N > R && lane >= R) ? zero : x;
     const T yr = (M > R && lane >= R) ? zero : y;
     TwoTerms<T> se = two_sum(xr, yr);
-    const T leading = shfl<W>(se.hi, 0);
+    const T first = se.hi;  // lane 0: RN(x0 + y0), the leading result of the non-finite rule
     for (int k = 0; k < R - 2; ++k) {
         const T up = shfl_up<W>(se.lo, 1);
         const T es = lane == 0 ? zero : up;
@@ -62,6 +64,8 @@ __device__ __forceinline__ T add_fast_group(T x, T y, int lane) {
     }
     const T up = shfl_up<W>(se.lo, 1);
     const T s = add_rn(se.hi, lane == 0 ? zero : up);
+    if (!warp_has_nonfinite<N, M, R, W>(x, y, s, lane)) return s;  // finite: the epilogue would return s
+    const T leading = shfl<W>(first, 0);
     return nonfinite_epilogue<T, R, W>(s, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
 }
 

@@ -58,7 +58,8 @@ class Operation:
     C-contiguous (count, terms) arrays, ``"soa"`` for (terms, count) arrays, term k of every expansion
     contiguous.  ``resource_rs``, when set, replaces the R values of the resource check.  ``twin`` is
     the CPU twin that returns the same bits (a function of the ``expansions`` package, dotted path),
-    ``doc`` the one-line contract of the launcher that :mod:`expansions.cuda.launch` generates."""
+    ``doc`` the one-line contract of the launcher that :mod:`expansions.cuda.launch` generates.
+    ``renormalizes``: the kernel has a renormalizing instance (:attr:`Instance.renormalize`)."""
 
     name: str
     params: str
@@ -68,6 +69,10 @@ class Operation:
     terms: int | None = None
     resource_rs: tuple | None = None
     newton: bool = False  # template parameters end with the step sizes of bounds.newton_steps(R)
+    #: the template takes ``bool RENORMALIZE`` after its sizes: true renormalizes the result in
+    #: registers before the store (the operation, then ``renormalize``, in one launch: the library's
+    #: default), false stores the raw output of the twin.
+    renormalizes: bool = False
     twin: str = ""
     doc: str = ""
 
@@ -98,19 +103,22 @@ def _baseline_operations():
 OPERATIONS = {
     op.name: op
     for op in (
-        Operation("add_safe", "NMR", 2, twin="cpu.kernels.add_safe",
+        Operation("add_safe", "NMR", 2, renormalizes=True, twin="cpu.kernels.add_safe",
                   doc="x + y in R terms, safe parallel addition (Algorithm 1)"),
-        Operation("sub_safe", "NMR", 2, twin="cpu.kernels.sub_safe", doc="x - y as add_safe(x, -y)"),
-        Operation("add_fast", "NMR", 2, twin="cpu.kernels.add_fast",
+        Operation("sub_safe", "NMR", 2, renormalizes=True, twin="cpu.kernels.sub_safe", doc="x - y as add_safe(x, -y)"),
+        Operation("add_fast", "NMR", 2, renormalizes=True, twin="cpu.kernels.add_fast",
                   doc="x + y in R terms, fast parallel addition (Fig. 5)"),
-        Operation("sub_fast", "NMR", 2, twin="cpu.kernels.sub_fast", doc="x - y as add_fast(x, -y)"),
-        Operation("mul_truncated", "NMR", 2, twin="cpu.kernels.mul_truncated",
+        Operation("sub_fast", "NMR", 2, renormalizes=True, twin="cpu.kernels.sub_fast", doc="x - y as add_fast(x, -y)"),
+        Operation("mul_truncated", "NMR", 2, renormalizes=True, twin="cpu.kernels.mul_truncated",
                   doc="x * y in R terms, truncated parallel multiplication (Algorithm 2)"),
-        Operation("newton_reciprocal", "NR", 1, resource_rs=NEWTON_R, newton=True, twin="cpu.newton.reciprocal",
+        Operation("newton_reciprocal", "NR", 1, resource_rs=NEWTON_R, newton=True, renormalizes=True,
+                  twin="cpu.newton.reciprocal",
                   doc="1/x in R terms by Newton iterations"),
-        Operation("newton_div", "NMR", 2, resource_rs=NEWTON_R, newton=True, twin="cpu.newton.div",
+        Operation("newton_div", "NMR", 2, resource_rs=NEWTON_R, newton=True, renormalizes=True,
+                  twin="cpu.newton.div",
                   doc="x/y in R terms, x times the Newton reciprocal of y (y may have one term: division by a float)"),
-        Operation("newton_sqrt", "NR", 1, resource_rs=NEWTON_R, newton=True, twin="cpu.newton.sqrt",
+        Operation("newton_sqrt", "NR", 1, resource_rs=NEWTON_R, newton=True, renormalizes=True,
+                  twin="cpu.newton.sqrt",
                   doc="sqrt(x) in R terms by the Newton iteration for 1/sqrt(x)"),
         Operation("renormalize", "NR", 1, twin="cpu.kernels.renormalize",
                   doc="x renormalized to R ulp-nonoverlapping terms"),
@@ -132,7 +140,9 @@ class Instance:
     """One template instance: operation, term dtype name, input sizes N and M, output size R.
 
     Operations without an ``M`` parameter have M = 0; those without ``N`` have N = R.  ``C`` is the
-    chunk size of the reductions (params ``RC``), 0 for the other operations."""
+    chunk size of the reductions (params ``RC``), 0 for the other operations.  ``renormalize``: the
+    instance renormalizes its result in registers (operations with ``renormalizes``; the template's
+    ``RENORMALIZE`` flag), else it stores the raw output."""
 
     op: str
     dtype: str
@@ -140,15 +150,23 @@ class Instance:
     M: int
     R: int
     C: int = 0
+    renormalize: bool = False
 
     @property
     def name_expression(self) -> str:
         params = {"NMR": (self.N, self.M, self.R), "NR": (self.N, self.R), "R": (self.R,), "": (),
                   "RC": (self.R, self.C)}
-        ints = params[OPERATIONS[self.op].params]
+        ints = tuple(map(str, params[OPERATIONS[self.op].params]))
+        if OPERATIONS[self.op].renormalizes:
+            ints = ints + ("true" if self.renormalize else "false",)
         if OPERATIONS[self.op].newton:
-            ints = ints + newton_steps(self.R, format_of(self.dtype))
-        return f"expansions::{self.op}<{', '.join([CTYPES[self.dtype], *map(str, ints)])}>"
+            ints = ints + tuple(map(str, newton_steps(self.R, format_of(self.dtype))))
+        return f"expansions::{self.op}<{', '.join([CTYPES[self.dtype], *ints])}>"
+
+    @property
+    def label(self) -> str:
+        """The operation's name, ``+renormalize`` for a renormalizing instance (the resource table's)."""
+        return self.op + ("+renormalize" if self.renormalize else "")
 
     @property
     def group_width(self) -> int:
@@ -162,15 +180,19 @@ DEFAULT_CHUNK = 32
 MAX_CHUNK = 1024
 
 
-def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None, C: int | None = None) -> Instance:
+def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None, C: int | None = None,
+             renormalize: bool = False) -> Instance:
     """The instance of ``op`` for term ``dtype``, output R and inputs N (and M), default R.  A kernel of
     a fixed number of terms accepts only that R.  The reductions (params ``RC``) take a chunk size C,
-    a power of two in 2..:data:`MAX_CHUNK` (default :data:`DEFAULT_CHUNK`)."""
+    a power of two in 2..:data:`MAX_CHUNK` (default :data:`DEFAULT_CHUNK`).  ``renormalize``: the
+    instance that renormalizes in registers (operations with ``renormalizes`` only)."""
     if op not in OPERATIONS:
         raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)}")
     dt = canonical_dtype(dtype).name
     info = OPERATIONS[op]
     params = info.params
+    if renormalize and not info.renormalizes:
+        raise ValueError(f"{op}: has no renormalizing instance")
     if info.terms is not None and R != info.terms:
         raise ValueError(f"{op}: works on {info.terms} terms, got R = {R}")
     N = R if (N is None or params in ("R", "")) else N
@@ -181,7 +203,7 @@ def instance(op: str, dtype, R: int, N: int | None = None, M: int | None = None,
     if params != "RC":
         if C is not None:
             raise ValueError(f"{op}: has no chunk size C")
-        return Instance(op, dt, N, M, R)
+        return Instance(op, dt, N, M, R, 0, bool(renormalize))
     C = DEFAULT_CHUNK if C is None else int(C)
     if not (2 <= C <= MAX_CHUNK and C & (C - 1) == 0):
         raise ValueError(f"{op}: the chunk size C = {C} is not a power of two in 2..{MAX_CHUNK}")
@@ -192,7 +214,10 @@ def resource_instances(arch: str) -> list[Instance]:
     """Instances of the resource check: on sm_90 every operation, both term dtypes, every R in
     2..32 with N = M = R, and :data:`MIXED_SIZES`; on other architectures R in :data:`SUBSET_R`.
     Fixed-size kernels: their number of terms; operations with ``resource_rs``: those R; the Newton
-    kernels: :data:`NEWTON_R` on sm_90, :data:`NEWTON_R_OTHER_ARCHS` elsewhere, no mixed sizes."""
+    kernels: :data:`NEWTON_R` on sm_90, :data:`NEWTON_R_OTHER_ARCHS` elsewhere, no mixed sizes.
+    Operations with ``renormalizes``: these sizes for the renormalizing instance (the one the library
+    launches by default), and on sm_90 the raw instance too, for R in :data:`SUBSET_R` (its code is
+    the renormalizing instance's without the renormalization)."""
     rs = range(2, 33) if arch == "sm_90" else SUBSET_R
     out = []
     for op, info in OPERATIONS.items():
@@ -200,10 +225,16 @@ def resource_instances(arch: str) -> list[Instance]:
         if info.newton and arch != "sm_90":
             op_rs = NEWTON_R_OTHER_ARCHS
         for dtype in CTYPES:
-            out += [instance(op, dtype, R) for R in op_rs]
+            sizes = [(R, R, R) for R in op_rs]
             if info.params in ("NMR", "NR") and not info.newton:
-                out += [instance(op, dtype, R, N, M) for N, M, R in MIXED_SIZES]
-    return sorted(set(out), key=lambda i: (list(OPERATIONS).index(i.op), list(CTYPES).index(i.dtype), i.R, i.N, i.M))
+                sizes += list(MIXED_SIZES)
+            for N, M, R in sizes:
+                if info.renormalizes:
+                    out.append(instance(op, dtype, R, N, M, renormalize=True))
+                if not info.renormalizes or (arch == "sm_90" and R in SUBSET_R):
+                    out.append(instance(op, dtype, R, N, M))
+    return sorted(set(out), key=lambda i: (list(OPERATIONS).index(i.op), i.renormalize, list(CTYPES).index(i.dtype),
+                                           i.R, i.N, i.M))
 
 
 @functools.cache

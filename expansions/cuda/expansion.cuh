@@ -140,6 +140,17 @@ __device__ __forceinline__ OperandStatus operand_status(T v) {
     return {bad, is_finite(shfl<W>(v, 0))};
 }
 
+// Whether some group of the warp has a non-finite term in an operand (x on lanes 0..N-1, y on lanes
+// 0..M-1) or in its R-term result s: the one vote of the non-finite rule on the hot path.  Where no
+// lane has one, nonfinite_epilogue returns s on every lane (no operand is bad, nothing overflowed),
+// so the callers skip it, its votes and its broadcasts (issue 13: finite data pay one vote, the
+// branch is warp-uniform).  Every lane votes.
+template <int N, int M, int R, int W, class T>
+__device__ __forceinline__ bool warp_has_nonfinite(T x, T y, T s, int lane) {
+    const bool bad = (lane < N && !is_finite(x)) || (lane < M && !is_finite(y)) || (lane < R && !is_finite(s));
+    return warp_any(bad);
+}
+
 // Design decision 6.  If an operand has a non-finite term: (w, 0, ..., 0), w = `leading` (the IEEE
 // result of the operation on the leading terms), or NaN where that operand's leading term is
 // finite.  Else, if a computed term s_0..s_{R-1} is not finite (overflow): (+-inf, 0, ..., 0) with

@@ -20,9 +20,38 @@
 
 namespace expansions {
 
+// This lane's output term of an operation kernel: with RENORMALIZE, the renormalization of the
+// group's R raw terms s (renormalize_group, in registers: the operation and `renormalize` in one
+// launch, the same bits as the two kernels; lanes R..W-1 take no part, whatever they hold); without,
+// the raw term s.  Twin: renormalize(op(...), R) (expansions.dispatch.operation).
+template <class T, int R, int W, bool RENORMALIZE>
+__device__ __forceinline__ T finish_operation(T s, int lane) {
+    if constexpr (RENORMALIZE) {
+        return renormalize_group<T, R, R, W>(s, lane);
+    } else {
+        return s;
+    }
+}
+
+// The same for the Newton kernels, whose renormalization keeps a zero result as the kernel made it
+// (its sign: sqrt(-0) = -0, 0/-y = -0) where the renormalized leading term is zero too.  Twin:
+// expansions.dispatch._renormalize_newton.
+template <class T, int R, int W, bool RENORMALIZE>
+__device__ __forceinline__ T finish_newton(T q, int lane) {
+    if constexpr (RENORMALIZE) {
+        const T r = renormalize_group<T, R, R, W>(q, lane);
+        const T q0 = shfl<W>(q, 0);  // every lane shuffles (no short circuit)
+        const T r0 = shfl<W>(r, 0);
+        return (q0 == T(0) && r0 == T(0)) ? q : r;
+    } else {
+        return q;
+    }
+}
+
 // Loads this lane's terms of x (N terms) and y (M terms, sign-flipped when NEGATE_Y: the
-// subtractions x - y = x + (-y); padding lanes stay +0) and stores op's R-term result.
-template <class T, int N, int M, int R, bool NEGATE_Y, class Op>
+// subtractions x - y = x + (-y); padding lanes stay +0) and stores op's R-term result, renormalized
+// in registers when RENORMALIZE (finish_operation).
+template <class T, int N, int M, int R, bool NEGATE_Y, bool RENORMALIZE, class Op>
 __device__ __forceinline__ void binary_kernel_body(const T* __restrict__ x, const T* __restrict__ y,
                                                    T* __restrict__ out, long long count, Op op) {
     constexpr int W = group_width(max3(N, M, R));
@@ -30,58 +59,61 @@ __device__ __forceinline__ void binary_kernel_body(const T* __restrict__ x, cons
         const T xl = load_term<N>(x, index, valid, lane);
         const T yl = load_term<M>(y, index, valid, lane);
         const T yv = (NEGATE_Y && valid && lane < M) ? negated(yl) : yl;
-        store_term<R>(out, index, valid, lane, op(xl, yv, lane));
+        store_term<R>(out, index, valid, lane, finish_operation<T, R, W, RENORMALIZE>(op(xl, yv, lane), lane));
     });
 }
 
+// The operation kernels below take `bool RENORMALIZE` after their sizes: false stores the raw output
+// (the twin's), true the renormalized one (the library's default, one launch per operation).
+
 // x + y, Algorithm 1 (safe).  Twin: expansions.cpu.kernels.add_safe.
-template <class T, int N, int M, int R>
+template <class T, int N, int M, int R, bool RENORMALIZE>
 __global__ void add_safe(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count) {
     constexpr int W = group_width(max3(N, M, R));
-    binary_kernel_body<T, N, M, R, false>(x, y, out, count, [](T a, T b, int lane) {
+    binary_kernel_body<T, N, M, R, false, RENORMALIZE>(x, y, out, count, [](T a, T b, int lane) {
         return add_safe_group<T, N, M, R, W>(a, b, lane);
     });
 }
 
 // x - y as add_safe(x, -y).  Twin: expansions.cpu.kernels.sub_safe.
-template <class T, int N, int M, int R>
+template <class T, int N, int M, int R, bool RENORMALIZE>
 __global__ void sub_safe(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count) {
     constexpr int W = group_width(max3(N, M, R));
-    binary_kernel_body<T, N, M, R, true>(x, y, out, count, [](T a, T b, int lane) {
+    binary_kernel_body<T, N, M, R, true, RENORMALIZE>(x, y, out, count, [](T a, T b, int lane) {
         return add_safe_group<T, N, M, R, W>(a, b, lane);
     });
 }
 
 // x + y, Fig. 5 (fast).  Twin: expansions.cpu.kernels.add_fast.
-template <class T, int N, int M, int R>
+template <class T, int N, int M, int R, bool RENORMALIZE>
 __global__ void add_fast(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count) {
     constexpr int W = group_width(max3(N, M, R));
-    binary_kernel_body<T, N, M, R, false>(x, y, out, count, [](T a, T b, int lane) {
+    binary_kernel_body<T, N, M, R, false, RENORMALIZE>(x, y, out, count, [](T a, T b, int lane) {
         return add_fast_group<T, N, M, R, W>(a, b, lane);
     });
 }
 
 // x - y as add_fast(x, -y).  Twin: expansions.cpu.kernels.sub_fast.
-template <class T, int N, int M, int R>
+template <class T, int N, int M, int R, bool RENORMALIZE>
 __global__ void sub_fast(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count) {
     constexpr int W = group_width(max3(N, M, R));
-    binary_kernel_body<T, N, M, R, true>(x, y, out, count, [](T a, T b, int lane) {
+    binary_kernel_body<T, N, M, R, true, RENORMALIZE>(x, y, out, count, [](T a, T b, int lane) {
         return add_fast_group<T, N, M, R, W>(a, b, lane);
     });
 }
 
 // x * y truncated to R terms, Algorithm 2 / Fig. 7.  Twin: expansions.cpu.kernels.mul_truncated.
-template <class T, int N, int M, int R>
+template <class T, int N, int M, int R, bool RENORMALIZE>
 __global__ void mul_truncated(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count) {
     constexpr int W = group_width(max3(N, M, R));
-    binary_kernel_body<T, N, M, R, false>(x, y, out, count, [](T a, T b, int lane) {
+    binary_kernel_body<T, N, M, R, false, RENORMALIZE>(x, y, out, count, [](T a, T b, int lane) {
         return mul_truncated_group<T, N, M, R, W>(a, b, lane);
     });
 }
 
 // 1/a in R terms by Newton iterations (newton.cuh); STEPS: expansions.bounds.newton_steps(R).
 // Twin: expansions.cpu.newton.reciprocal.
-template <class T, int N, int R, int... STEPS>
+template <class T, int N, int R, bool RENORMALIZE, int... STEPS>
 __global__ void newton_reciprocal(const T* __restrict__ a, T* __restrict__ out, long long count) {
     constexpr int W = group_width(N > R ? N : R);
     for_each_group<W>(count, [&](long long index, bool valid, int lane) {
@@ -93,12 +125,12 @@ __global__ void newton_reciprocal(const T* __restrict__ a, T* __restrict__ out, 
         const T x0 = lane == 0 ? div_rn(T(1), as0) : T(0);
         const T x = newton_reciprocal_steps<T, N, W, 1, STEPS...>(as, x0, lane);
         const T r = newton_finish<T, R, W>(scale(x, k), div_rn(T(1), a0), lane, operand_status<N, W>(al));
-        store_term<R>(out, index, valid, lane, r);
+        store_term<R>(out, index, valid, lane, finish_newton<T, R, W, RENORMALIZE>(r, lane));
     });
 }
 
 // x / y in R terms, as x * (1/y) (newton.cuh).  Twin: expansions.cpu.newton.div.
-template <class T, int N, int M, int R, int... STEPS>
+template <class T, int N, int M, int R, bool RENORMALIZE, int... STEPS>
 __global__ void newton_div(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count) {
     constexpr int W = group_width(max3(N, M, R));
     for_each_group<W>(count, [&](long long index, bool valid, int lane) {
@@ -115,12 +147,12 @@ __global__ void newton_div(const T* __restrict__ x, const T* __restrict__ y, T* 
         const T q = renormalize_group<T, R, R, W>(mul_truncated_group<T, N, R, R, W>(scale(xl, kx), z, lane), lane);
         const T r = newton_finish<T, R, W>(scale(q, ky - kx), div_rn(x0, y0), lane, operand_status<N, W>(xl),
                                            operand_status<M, W>(yl));
-        store_term<R>(out, index, valid, lane, r);
+        store_term<R>(out, index, valid, lane, finish_newton<T, R, W, RENORMALIZE>(r, lane));
     });
 }
 
 // sqrt(a) in R terms, as a * (1/sqrt(a)) (newton.cuh).  Twin: expansions.cpu.newton.sqrt.
-template <class T, int N, int R, int... STEPS>
+template <class T, int N, int R, bool RENORMALIZE, int... STEPS>
 __global__ void newton_sqrt(const T* __restrict__ a, T* __restrict__ out, long long count) {
     constexpr int W = group_width(N > R ? N : R);
     for_each_group<W>(count, [&](long long index, bool valid, int lane) {
@@ -133,7 +165,7 @@ __global__ void newton_sqrt(const T* __restrict__ a, T* __restrict__ out, long l
         const T y = newton_rsqrt_steps<T, N, W, 1, STEPS...>(s, y0, lane);
         const T q = renormalize_group<T, R, R, W>(mul_truncated_group<T, N, R, R, W>(s, y, lane), lane);
         const T r = newton_finish<T, R, W>(scale(q, half), sqrt_rn(a0), lane, operand_status<N, W>(al));
-        store_term<R>(out, index, valid, lane, r);
+        store_term<R>(out, index, valid, lane, finish_newton<T, R, W, RENORMALIZE>(r, lane));
     });
 }
 

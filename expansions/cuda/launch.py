@@ -5,7 +5,10 @@ The launchers are generated from the table :data:`expansions.cuda.build.OPERATIO
 twin and its contract), one per kernel, with the names of the table: ``launch.add_safe(x, y, R)``,
 ``launch.renormalize(x, R)``, ``launch.negate(x)``, ``launch.dd_mul(x, y)``, ...  Each takes 2-D
 C-contiguous CuPy arrays of terms, shape (count, n), float64 or float32, one expansion per row, and
-returns a new (count, R) CuPy array with the same bits as the twin.  The
+returns a new (count, R) CuPy array with the same bits as the twin.  The operations whose table row
+has ``renormalizes`` (additions, multiplication, Newton kernels) take ``renormalize=True`` too: one
+kernel then returns the renormalized result (the twin, then ``renormalize``), which is how the
+library runs them (:func:`expansions.dispatch.operation`).  The
 ``*_soa`` baselines take and return the transposed layout, shape (R, count): term k of every expansion
 contiguous, which makes the loads of one-thread-per-expansion kernels coalesced.  Kernels run on the
 current CuPy device and stream; they are compiled on first use (see :func:`expansions.cuda.build.kernels`).
@@ -45,7 +48,7 @@ def _thread_binary(op, x, y, R):
     return out
 
 
-def _binary(op, x, y, R):
+def _binary(op, x, y, R, renormalize=False):
     cp = _cupy()
     R = check_terms(R)
     _check_array(x, "x")
@@ -58,7 +61,7 @@ def _binary(op, x, y, R):
         raise ValueError(f"{op}: x is on device {x.device.id}, y on device {y.device.id}")
     count = x.shape[0]
     out = cp.empty((count, R), dtype=x.dtype)
-    _launch(build.instance(op, x.dtype, R, N=x.shape[1], M=y.shape[1]), count, (x, y, out))
+    _launch(build.instance(op, x.dtype, R, N=x.shape[1], M=y.shape[1], renormalize=renormalize), count, (x, y, out))
     return out
 
 
@@ -110,13 +113,13 @@ def _cupy():
     return cupy
 
 
-def _unary(op, x, R):
+def _unary(op, x, R, renormalize=False):
     cp = _cupy()
     R = check_terms(R)
     _check_array(x, "x")
     count, n = x.shape
     out = cp.empty((count, R), dtype=x.dtype)
-    _launch(build.instance(op, x.dtype, R, N=n), count, (x, out))
+    _launch(build.instance(op, x.dtype, R, N=n, renormalize=renormalize), count, (x, out))
     return out
 
 
@@ -143,14 +146,24 @@ def _launcher(op: build.Operation):
     elif op.mapping == "term":
         def launcher(x):
             return _elementwise(name, x)
+    elif op.operands == 2 and op.renormalizes:
+        def launcher(x, y, R, *, renormalize=False):
+            return _binary(name, x, y, R, renormalize)
     elif op.operands == 2:
         def launcher(x, y, R):
             return _binary(name, x, y, R)
+    elif op.renormalizes:
+        def launcher(x, R, *, renormalize=False):
+            return _unary(name, x, R, renormalize)
     else:
         def launcher(x, R):
             return _unary(name, x, R)
     launcher.__name__ = launcher.__qualname__ = name
     launcher.__doc__ = f"{op.doc}.  Twin: ``expansions.{op.twin}``."
+    if op.renormalizes:
+        launcher.__doc__ += ("  With ``renormalize=True`` the same kernel renormalizes its result in registers "
+                             "(one launch; the bits of the twin followed by ``renormalize``, "
+                             ":func:`expansions.dispatch.operation`).")
     return launcher
 
 

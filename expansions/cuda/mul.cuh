@@ -39,7 +39,6 @@ __device__ __forceinline__ T mul_truncated_group(T x, T y, int lane) {
     const T zero = T(0);
     T s = zero;
     T pi = zero;
-    const T leading = mul_rn(shfl<W>(x, 0), shfl<W>(y, 0));
 #pragma unroll 1
     for (int i = 0; i < R - 1; ++i) {
         const T yi = (i < M) ? shfl<W>(y, i) : zero;
@@ -56,6 +55,10 @@ __device__ __forceinline__ T mul_truncated_group(T x, T y, int lane) {
     s = add_rn(s, mul_rn(x, yi));
     const T s0 = shfl<W>(s, 0);
     if (lane == R - 1) pi = s0;
+    if (!warp_has_nonfinite<N, M, R, W>(x, y, pi, lane)) return pi;  // finite: the epilogue would return pi
+    const T x0 = shfl<W>(x, 0);  // every lane shuffles
+    const T y0 = shfl<W>(y, 0);
+    const T leading = mul_rn(x0, y0);
     return nonfinite_epilogue<T, R, W>(pi, leading, lane, operand_status<N, W>(x), operand_status<M, W>(y));
 }
 

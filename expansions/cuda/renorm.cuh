@@ -62,14 +62,25 @@ __device__ __forceinline__ T sort_by_magnitude(T v, int lane) {
     return v;
 }
 
+// Whether some group of the warp holds terms that the sorting network would move: a lane whose key
+// is below the next lane's (the network's order is decreasing key, ties by lane index, so a group
+// whose keys never increase from lane to lane is in that order already).  Every lane votes.
+template <class T, int K, int W>
+__device__ __forceinline__ bool warp_needs_sort(T v, int lane) {
+    const T next = shfl_down<W>(v, 1);  // the last lane gets its own term, against the padding key 0
+    return warp_any(sort_key<T, K>(v, lane) < sort_key<T, K>(next, lane + 1));
+}
+
 // One renormalization round on the K terms held by lanes 0..K-1: sort, VecSum from the bottom
 // (Ogita, Rump, Oishi; JMMP 2016 Alg. 3), VecSumErrBranch from the top (JMMP 2016 Alg. 6, with
 // 2Sum) into at most R terms.  Returns (this lane's output term, +0 beyond R; the VecSum top e_0).
 // The sequential part is unrolled over compile-time indices; the branchy output index j selects
-// the term this lane keeps.  Twin: one iteration of renormalize and _vec_sum_err_branch.
+// the term this lane keeps.  The sorting network runs only when some group of the warp needs it
+// (warp_needs_sort; the outputs of the additions and of earlier rounds are usually in order).
+// Twin: one iteration of renormalize and _vec_sum_err_branch.
 template <class T, int K, int R, int W>
 __device__ __forceinline__ TwoTerms<T> renormalize_round(T v, int lane) {
-    const T sorted = sort_by_magnitude<T, K, W>(v, lane);
+    const T sorted = warp_needs_sort<T, K, W>(v, lane) ? sort_by_magnitude<T, K, W>(v, lane) : v;
     T e[K];
 #pragma unroll
     for (int i = 0; i < K; ++i) e[i] = shfl<W>(sorted, i);
@@ -123,6 +134,7 @@ __device__ __forceinline__ T renormalize_group(T x, int lane) {
         const bool ok = nonoverlapping<T, R, W>(out, lane);  // every lane votes, active or not
         active = active && !ok;
     }
+    if (!warp_has_nonfinite<N, 0, R, W>(x, x, out, lane)) return out;  // finite: the epilogue would return out
     return nonfinite_epilogue<T, R, W>(out, leading, lane, operand_status<N, W>(x));
 }
 

@@ -3,7 +3,7 @@
 :class:`Plan` turns a graph (:mod:`expansions.programs.trace`) into a list of steps, one per node,
 each resolved once when the plan is built: the algorithm a method name stands for
 (:func:`expansions.dispatch.method`), the backend function that runs it
-(:func:`expansions.dispatch.kernel`) and its renormalizer.  A run broadcasts every input once to the
+and its renormalization (:func:`expansions.dispatch.operation`).  A run broadcasts every input once to the
 program's shape and flattens it to (count, R) terms, runs the steps in the order the user's function
 made them on those flat arrays, and reshapes each output once.  The op-by-op path broadcasts and
 flattens at every operation instead; since every operation is elementwise, each element goes
@@ -29,8 +29,7 @@ def _binary_step(node: Node, be, same_format: bool):
     method, renorm, terms, dtype = node.params
     R = node.fmt[0]
     alg = dispatch.method(node.op, method, R)
-    kernel = dispatch.kernel(node.op, alg, be)
-    renormalizer = dispatch.renormalizer(alg, be) if renorm else None
+    run, then = dispatch.operation(node.op, alg, be, renorm)
     one_term = node.one_term and alg == "newton"
 
     def step(x, y):
@@ -41,8 +40,8 @@ def _binary_step(node: Node, be, same_format: bool):
             xt, yt = xa.terms, ya.terms
         if one_term and not bool((yt[:, 1:] != 0).any()):
             yt = yt[:, :1]  # a divisor given as floats: the one-term kernel, as operations.binary does
-        out = kernel(xt, yt, R)
-        return renormalizer(out, R) if renormalizer is not None else out
+        out = run(xt, yt, R)
+        return then(out, R) if then is not None else out
 
     return step
 
@@ -55,12 +54,11 @@ def _unary_step(node: Node, be):
         return lambda x: absolute(ExpansionArray(x)).terms
     method, renorm = node.params
     alg = "reciprocal" if node.op == "reciprocal" else dispatch.method(node.op, method, R)
-    kernel = dispatch.kernel(node.op, alg, be)
-    renormalizer = dispatch.renormalizer(alg, be) if renorm and alg in ("newton", "reciprocal") else None
+    run, then = dispatch.operation(node.op, alg, be, renorm)
 
     def step(x):
-        out = kernel(x, R)
-        return renormalizer(out, R) if renormalizer is not None else out
+        out = run(x, R)
+        return then(out, R) if then is not None else out
 
     return step
 
