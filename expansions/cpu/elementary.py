@@ -247,7 +247,8 @@ def thresholds(dtype) -> dict:
     dt = np.dtype(dtype)
     lo, hi = _exp_limits(format_of(dt))
     return {"exp_lo": dt.type(lo), "exp_hi": dt.type(hi), "hyp_limit": dt.type(hi + 1),
-            "sqrt2": dt.type(math.sqrt(2)), "quarter_pi": dt.type(math.pi / 4)}
+            "sqrt2": dt.type(math.sqrt(2)), "quarter_pi": dt.type(math.pi / 4), "pi": dt.type(math.pi),
+            "half_pi": dt.type(math.pi / 2), "three_quarter_pi": dt.type(3 * math.pi / 4)}
 
 
 def _exp_w(x):
@@ -768,8 +769,7 @@ def tanh(x, R):
     return _unary(x, R, _tanh_w, np.tanh, x[:, 0] == 0)
 
 
-_ATAN2_CONSTANTS = (("pi", math.pi), ("half_pi", math.pi / 2), ("quarter_pi", math.pi / 4),
-                    ("three_quarter_pi", 3 * math.pi / 4))
+_ATAN2_CONSTANTS = ("pi", "half_pi", "quarter_pi", "three_quarter_pi")
 
 
 def atan2(y, x, R):
@@ -786,8 +786,8 @@ def atan2(y, x, R):
         regular = finite & ~special
         out = _rows(regular, _atan2_w, _width(y, W), _width(x, W), w=W)
         out = _finish(out, R, (y, x), leading, special & ~np.isnan(y0) & ~np.isnan(x0), leading)
-        for name, v in _ATAN2_CONSTANTS:
-            rows = special & (np.abs(leading) == dt.type(v))
+        for name in _ATAN2_CONSTANTS:
+            rows = special & (np.abs(leading) == thresholds(dt)[name])
             if rows.any():
                 out[rows] = renormalize(_constant_rows(name, y[rows], R, np.sign(leading[rows])), R)
     return out
