@@ -159,7 +159,8 @@ __device__ __forceinline__ void unit_domain(T xl, T x0, int lane, bool& outside,
     const T tail = shfl<G>(xl, 1);
     const T a0 = magnitude(x0);
     outside = a0 > T(1) || (a0 == T(1) && tail != T(0) && elementary::sign_of(tail) == elementary::sign_of(x0));
-    at_one = a0 == T(1) && elementary::tail_zero<R, G>(xl, lane);
+    const bool zero_tail = elementary::tail_zero<R, G>(xl, lane);  // every lane votes
+    at_one = a0 == T(1) && zero_tail;
 }
 
 // exp(x).  Twin: expansions.cpu.elementary.exp.
@@ -227,7 +228,8 @@ __global__ void log1p(const T* __restrict__ x, T* __restrict__ out, long long co
     const auto special = [](T xl, T x0, T, int lane) {
         const T x1 = shfl<G>(xl, 1);
         const bool below = x0 < T(-1) || (x0 == T(-1) && x1 < T(0));
-        const bool at = x0 == T(-1) && !below && tail_zero<R, G>(xl, lane);
+        const bool zero_tail = tail_zero<R, G>(xl, lane);  // every lane votes (no short circuit)
+        const bool at = x0 == T(-1) && !below && zero_tail;
         const T value = at ? infinity<T>(true) : (below ? quiet_nan<T>() : x0);
         return SpecialRows<T>{at || below || x0 == T(0), value};
     };
@@ -411,17 +413,20 @@ __global__ void pow(const T* __restrict__ x, const T* __restrict__ y, T* __restr
         // is_integer(y): integer, and odd (an odd number of odd terms)
         const bool finite_y = !group_any<R, G>(!is_finite(yl));
         const T yy = finite_y ? yl : T(0);
-        const bool integer = finite_y && !group_any<R, G>(rint_of(yy) != yy);
+        const bool integral = !group_any<R, G>(rint_of(yy) != yy);  // every lane votes
+        const bool integer = finite_y && integral;
         const int odd_term = (lane < R && fmod_of(yy, T(2)) != T(0)) ? 1 : 0;
         int odd_terms = 0;
 #pragma unroll 1
         for (int i = 0; i < R; ++i) odd_terms += shfl<G>(odd_term, i);
         const bool odd = integer && odd_terms % 2 == 1;
-        const bool one_x = x0 == T(1) && tail_zero<R, G>(xl, lane);
+        const bool zero_tail = tail_zero<R, G>(xl, lane);
+        const bool one_x = x0 == T(1) && zero_tail;
         const bool zero_y = y0 == T(0);
         const T x_for_sign = (odd || !is_finite(y0)) ? x0 : magnitude(x0);
         const T leading = (one_x || zero_y) ? T(1) : leading_pow(x_for_sign, y0);
-        const bool finite = finite_y && !group_any<R, G>(!is_finite(xl));
+        const bool finite_x = !group_any<R, G>(!is_finite(xl));
+        const bool finite = finite_y && finite_x;
         const bool nonfinite_lead = !is_finite(x0) || !is_finite(y0);
         const bool domain = finite && x0 < T(0) && !integer;
         const bool special = x0 == T(0) || one_x || zero_y || domain || nonfinite_lead;
