@@ -49,8 +49,9 @@ def library(R, dtype, functions, tmp_path_factory):
         lines = ['#include "emu.h"', B.source()]
         for f in functions:
             args = "x, y, o, n, t" if f in BINARY else "x, o, n, t"
-            lines.append(f'extern "C" void emu_{f}(const {ct}* x, const {ct}* y, {ct}* o, long long n, const {ct}* t, '
-                         f"unsigned g, unsigned bl) {{ emu::launch(g, bl, [=]{{ expansions::{f}<{ct}, {R}>({args}); }}); }}")
+            lines.append(f'extern "C" void emu_{f}(const {ct}* x, const {ct}* y, {ct}* o, long long n, '
+                         f"const {ct}* t, unsigned g, unsigned bl) "
+                         f"{{ emu::launch(g, bl, [=]{{ expansions::{f}<{ct}, {R}>({args}); }}); }}")
         _LIBS[key] = emulated_library("\n".join(lines) + "\n", tmp_path_factory.mktemp("elem"), name=f"elem{R}{dtype}")
     return _LIBS[key]
 
@@ -132,8 +133,8 @@ def _specials(f, R, dtype):
         "expm1": [0.5, -0.5, (0.5, e / 8), 0.50000001, 1e-300 if not f32 else 1e-30, 40.0, -40.0, hi, -hi],
         "log": [1.0, (1.0, -e / 4), 2.0, 0.5, math.sqrt(2), (math.sqrt(2), e), -1.0, 1e-310 if not f32 else 1e-40,
                 4.0**100 if not f32 else 2.0**100],
-        "log1p": [-1.0, (-1.0, -e / 4), (-1.0, e / 4), -0.5, 0.25, -0.25, 0.25000001, -2.0, 1e-300 if not f32 else 1e-30,
-                  (0.25, -e / 8)],
+        "log1p": [-1.0, (-1.0, -e / 4), (-1.0, e / 4), -0.5, 0.25, -0.25, 0.25000001, -2.0,
+                  1e-300 if not f32 else 1e-30, (0.25, -e / 8)],
         "sin": [1e300 if not f32 else 1e38, -1e22 if not f32 else -1e30, 2.0**1023 if not f32 else 2.0**127,
                 float(th["quarter_pi"]), math.pi, (math.pi, 1.2246467991473532e-16), 1e-300 if not f32 else 1e-30,
                 2.0**52, 1e10, 1.5707963267948966],

@@ -49,10 +49,15 @@ where the leading term is finite); a domain error gives NaN; an overflowing resu
 Every loop has a bound fixed by (R, format); the only data-dependent count, the halvings per row,
 is at most the plan's s.
 
-GPU.  A kernel mirroring these twins needs: the group add/mul/renorm/Newton device functions at W
-terms (already there), the constants of :mod:`expansions.cpu.constants` in constant memory (the
-Payne–Hanek table is 969 x 32 float64 at most), per-row branches where the twins select rows
-(``_rows``), and an epilogue mapping the special rows.  Not written yet.
+GPU.  ``expansions/cuda/elementary.cuh`` mirrors these twins function for function (entry points in
+``kernels.cu``, rows of ``expansions.cuda.build.OPERATIONS``): the group add/mul/renorm/Newton device
+functions at the same widths, the constants of :mod:`expansions.cpu.constants`, the plans and the
+thresholds (:func:`thresholds`) in one device array (:func:`expansions.cuda.elementary.table`; the
+Payne–Hanek table is 969 x 32 float64 at most), per-group branches where the twins select rows
+(``_rows``; warp-uniform, every group computes a branch that any group of its warp takes), the same
+special rows.  Nothing here calls libm on a value that reaches the result (the Newton starts
+:func:`_log1p_start` and :func:`_atan_start` use IEEE operations only), so the kernels give the same
+bits (tests/test_elementary_emulated.py in the warp emulator, tests/test_gpu_elementary.py on a GPU).
 """
 
 from __future__ import annotations

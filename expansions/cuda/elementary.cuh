@@ -15,6 +15,10 @@
 // through one device array, the table built by expansions.cuda.elementary.table (layout: the H_*
 // indices below); nothing is typed in here.
 //
+// The operations on expansions and the steps that the functions repeat (e_add, e_mul, ..., the Taylor
+// evaluations, the Newton steps) are __noinline__: compiled once per width and called, which keeps
+// NVRTC's time and the code size of the 17 kernels reasonable.
+//
 // Per-row branches of the twin (its `_rows` masks) are per-group branches here.  A branch that some
 // groups of a warp take and others do not runs under `if (warp_any(taken))`: every lane of the warp
 // computes it (the collectives stay full-mask) and only the groups that take it keep the result,
@@ -141,12 +145,12 @@ __device__ __forceinline__ bool tail_zero(T v, int lane) { return !group_any<K, 
 // The library's operations at w = max(N, M) terms, each followed by the renormalization: the twin's
 // _add, _mul, _div (N and M: the operands' widths) and _sqrt.
 template <class T, int N, int M, int G>
-__device__ __forceinline__ T e_add(T x, T y, int lane) {
+__device__ __noinline__ T e_add(T x, T y, int lane) {
     constexpr int w = N > M ? N : M;
     return renormalize_group<T, w, w, G>(add_safe_group<T, N, M, w, G>(x, y, lane), lane);
 }
 template <class T, int N, int M, int G>
-__device__ __forceinline__ T e_mul(T x, T y, int lane) {
+__device__ __noinline__ T e_mul(T x, T y, int lane) {
     constexpr int w = N > M ? N : M;
     return renormalize_group<T, w, w, G>(mul_truncated_group<T, N, M, w, G>(x, y, lane), lane);
 }
@@ -155,7 +159,7 @@ __device__ __forceinline__ T div_steps(T x, T y, int lane, Steps<S...>) {
     return newton_div_group<T, N, M, R, G, S...>(x, y, lane);
 }
 template <class T, int N, int M, int G>
-__device__ __forceinline__ T e_div(T x, T y, int lane) {
+__device__ __noinline__ T e_div(T x, T y, int lane) {
     constexpr int w = N > M ? N : M;
     return renormalize_group<T, w, w, G>(div_steps<T, N, M, w, G>(x, y, lane, typename NewtonSteps<T, w>::type{}),
                                          lane);
@@ -165,7 +169,7 @@ __device__ __forceinline__ T sqrt_steps(T x, int lane, Steps<S...>) {
     return newton_sqrt_group<T, K, R, G, S...>(x, lane);
 }
 template <class T, int K, int G>
-__device__ __forceinline__ T e_sqrt(T x, int lane) {
+__device__ __noinline__ T e_sqrt(T x, int lane) {
     return renormalize_group<T, K, K, G>(sqrt_steps<T, K, K, G>(x, lane, typename NewtonSteps<T, K>::type{}), lane);
 }
 
@@ -177,7 +181,7 @@ __device__ __forceinline__ T coefficient(Table<T> tab, int off, int k, int lane)
 
 // sum_k c_k t^k by Horner's rule, n coefficients of w terms at offset off.  Twin: _horner.
 template <class T, int w, int G>
-__device__ __forceinline__ T horner(Table<T> tab, int off, int n, T t, int lane) {
+__device__ __noinline__ T horner(Table<T> tab, int off, int n, T t, int lane) {
     T acc = coefficient<w>(tab, off, n - 1, lane);
 #pragma unroll 1
     for (int k = n - 2; k >= 0; --k) {
@@ -198,7 +202,7 @@ __device__ __forceinline__ int halvings(T r0, int s) {
 
 // expm1(r) for |r| <= 1/2 (w terms): Taylor on r 2^-s, then s doublings.  Twin: _expm1_small.
 template <class T, int w, int G>
-__device__ __forceinline__ T expm1_small(T r, Table<T> tab, int lane) {
+__device__ __noinline__ T expm1_small(T r, Table<T> tab, int lane) {
     const int s = tab.plan(w, P_EXP_S);
     const int n = tab.plan(w, P_EXP_N);
     const int off = tab.plan(w, P_EXP_OFF);
@@ -277,7 +281,7 @@ __device__ __forceinline__ T log1p_start(T f0) {
 // One Newton step on expm1 at wi terms: y <- y + (f - expm1(y)) / (1 + expm1(y)).
 // Twin: the loop body of _log1p_newton.
 template <class T, int wi, int G>
-__device__ __forceinline__ T log1p_step(T f, T y, Table<T> tab, int lane) {
+__device__ __noinline__ T log1p_step(T f, T y, Table<T> tab, int lane) {
     const T yi = cut<wi>(y, lane);
     const T fi = cut<wi>(f, lane);
     const T em = expm1_small<T, wi, G>(yi, tab, lane);
@@ -368,7 +372,7 @@ __device__ __forceinline__ T log10_w(T x, Table<T> tab, int lane) {
 // (r, q): x = r + (q + 4j) pi/2, |r| <= pi/4, by Payne-Hanek on each term at M terms (G >= M).
 // Twin: _reduce_half_pi.
 template <class T, int w, int G>
-__device__ __forceinline__ T reduce_half_pi(T x, Table<T> tab, int lane, int& q) {
+__device__ __noinline__ T reduce_half_pi(T x, Table<T> tab, int lane, int& q) {
     constexpr int M = reduction_terms(w);
     constexpr int P = FloatBits<T>::P;
     constexpr int S = P + 2;
@@ -407,7 +411,7 @@ __device__ __forceinline__ T reduce_half_pi(T x, Table<T> tab, int lane, int& q)
 // (sin r, 1 - cos r) for |r| <= pi/4 (w terms): Taylor on r 2^-s, then s doublings.
 // Twin: _sincos_small.
 template <class T, int w, int G>
-__device__ __forceinline__ void sincos_small(T r, Table<T> tab, int lane, T& sn, T& vc) {
+__device__ __noinline__ void sincos_small(T r, Table<T> tab, int lane, T& sn, T& vc) {
     const int s = tab.plan(w, P_SIN_S);
     const int n = tab.plan(w, P_SIN_N);
     const int rows_s = halvings(shfl<G>(r, 0), s);
@@ -489,7 +493,7 @@ __device__ __forceinline__ T atan_start(T x0) {
 // One Newton step on tan at wi terms: y <- y + cos y (x cos y - sin y).  Twin: the loop body of
 // _atan_unit.
 template <class T, int wi, int G>
-__device__ __forceinline__ T atan_step(T x, T y, Table<T> tab, int lane) {
+__device__ __noinline__ T atan_step(T x, T y, Table<T> tab, int lane) {
     const T yi = cut<wi>(y, lane);
     const T xi = cut<wi>(x, lane);
     T sn, vc;
