@@ -689,31 +689,33 @@ struct SpecialRows {
     T value;    // its result's leading term (the others are 0)
 };
 
-// The frame of a unary function.  special(xl, x0, leading, lane) -> SpecialRows (called by every
-// lane: it may vote), body(x, lane) -> this lane's term at W terms, fix(out, xl, x0, lane) -> the
-// result after the rows the twin overwrites with constants.  Twin: _unary and _finish.
+// The lanes of a group for the functions at R terms (W = working_terms(R) terms), and for sin, cos
+// and tan (M = reduction_terms(W) terms in the Payne-Hanek sums).
+__host__ __device__ constexpr int lanes(int R) { return group_width(working_terms(R)); }
+__host__ __device__ constexpr int trig_lanes(int R) { return group_width(reduction_terms(working_terms(R))); }
+
+// The frame of a unary function on this lane's term xl of an R-term operand, in a group of G lanes:
+// ieee(x0) is the value of the non-finite rule, special(xl, x0, leading, lane) -> SpecialRows (called
+// by every lane: it may vote), body(x, lane) -> this lane's term at W terms, fix(out, xl, x0, lane) ->
+// the result after the rows the twin overwrites with constants.  Twin: _unary and _finish.
 template <class T, int R, int G, class Ieee, class Special, class Body, class Fix>
-__device__ __forceinline__ void unary_frame(const T* __restrict__ x, T* __restrict__ out, long long count,
-                                            Ieee ieee, Special special_of, Body body, Fix fix) {
+__device__ __forceinline__ T unary_group(T xl, int lane, Ieee ieee, Special special_of, Body body, Fix fix) {
     constexpr int W = working_terms(R);
-    for_each_group<G>(count, [&](long long index, bool valid, int lane) {
-        const T xl = load_term<R>(x, index, valid, lane);
-        const T x0 = shfl<G>(xl, 0);
-        const T leading = ieee(x0);
-        const bool finite = !group_any<R, G>(!is_finite(xl));
-        const SpecialRows<T> sp = special_of(xl, x0, leading, lane);
-        const bool special = sp.rows && finite;
-        const bool regular = finite && !special;
-        T o = T(0);
-        if (warp_any(regular)) {
-            const T v = body(xl, lane);
-            if (regular) o = v;
-        }
-        T r = renormalize_group<T, W, R, G>(o, lane);
-        r = nonfinite_epilogue<T, R, G>(r, leading, lane, operand_status<R, G>(xl));
-        if (special) r = lane == 0 ? sp.value : T(0);
-        store_term<R>(out, index, valid, lane, fix(r, xl, x0, lane));
-    });
+    const T x0 = shfl<G>(xl, 0);
+    const T leading = ieee(x0);
+    const bool finite = !group_any<R, G>(!is_finite(xl));
+    const SpecialRows<T> sp = special_of(xl, x0, leading, lane);
+    const bool special = sp.rows && finite;
+    const bool regular = finite && !special;
+    T o = T(0);
+    if (warp_any(regular)) {
+        const T v = body(xl, lane);
+        if (regular) o = v;
+    }
+    T r = renormalize_group<T, W, R, G>(o, lane);
+    r = nonfinite_epilogue<T, R, G>(r, leading, lane, operand_status<R, G>(xl));
+    if (special) r = lane == 0 ? sp.value : T(0);
+    return fix(r, xl, x0, lane);
 }
 
 // A constant at W terms times a sign, rounded to R terms, on the groups `rows` (else r unchanged):
@@ -741,10 +743,270 @@ struct ZeroSpecial {
         return {x0 == T(0), leading};
     }
 };
+// Special rows of log, log2, log10: x0 <= 0 gives -inf (zero) or NaN (negative).  Twin: _log_domain.
+template <class T>
+struct LogDomain {
+    __device__ __forceinline__ SpecialRows<T> operator()(T, T x0, T, int) const {
+        return {x0 <= T(0), x0 == T(0) ? infinity<T>(true) : quiet_nan<T>()};
+    }
+};
 struct NoFix {
     template <class T>
     __device__ __forceinline__ T operator()(T r, T, T, int) const { return r; }
 };
+
+// Rows with |x| > 1 and rows with |x| == 1 exactly, of R terms.  Twin: _unit_domain.
+template <class T, int R, int G>
+__device__ __forceinline__ void unit_domain(T xl, T x0, int lane, bool& outside, bool& at_one) {
+    const T tail = shfl<G>(xl, 1);
+    const T a0 = magnitude(x0);
+    outside = a0 > T(1) || (a0 == T(1) && tail != T(0) && sign_of(tail) == sign_of(x0));
+    const bool zero_tail = tail_zero<R, G>(xl, lane);  // every lane votes (no short circuit)
+    at_one = a0 == T(1) && zero_tail;
+}
+
+// The functions on this lane's term xl of an R-term operand in a group of G lanes (G >= lanes(R),
+// >= trig_lanes(R) for sin, cos, tan), `table` the device table: this lane's term of the R-term
+// result.  What the kernels of kernels.cu run per group (and what a fused program calls).
+
+// Twin: expansions.cpu.elementary.exp.
+template <class T, int R, int G>
+__device__ __forceinline__ T exp_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_exp(v); }, NoSpecial<T>{},
+                                [&](T v, int l) { return exp_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.expm1.
+template <class T, int R, int G>
+__device__ __forceinline__ T expm1_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_expm1(v); }, ZeroSpecial<T>{},
+                                [&](T v, int l) { return expm1_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.log.
+template <class T, int R, int G>
+__device__ __forceinline__ T log_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_log(v); }, LogDomain<T>{},
+                                [&](T v, int l) { return log_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.log2.
+template <class T, int R, int G>
+__device__ __forceinline__ T log2_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_log2(v); }, LogDomain<T>{},
+                                [&](T v, int l) { return log2_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.log10.
+template <class T, int R, int G>
+__device__ __forceinline__ T log10_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_log10(v); }, LogDomain<T>{},
+                                [&](T v, int l) { return log10_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.sin.
+template <class T, int R, int G>
+__device__ __forceinline__ T sin_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_sin(v); }, ZeroSpecial<T>{},
+                                [&](T v, int l) { return sin_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.cos.
+template <class T, int R, int G>
+__device__ __forceinline__ T cos_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_cos(v); }, NoSpecial<T>{},
+                                [&](T v, int l) { return cos_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.tan.
+template <class T, int R, int G>
+__device__ __forceinline__ T tan_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_tan(v); }, ZeroSpecial<T>{},
+                                [&](T v, int l) { return tan_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.sinh.
+template <class T, int R, int G>
+__device__ __forceinline__ T sinh_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_sinh(v); }, ZeroSpecial<T>{},
+                                [&](T v, int l) { return sinh_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.cosh.
+template <class T, int R, int G>
+__device__ __forceinline__ T cosh_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_cosh(v); }, NoSpecial<T>{},
+                                [&](T v, int l) { return cosh_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// Twin: expansions.cpu.elementary.tanh.
+template <class T, int R, int G>
+__device__ __forceinline__ T tanh_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_tanh(v); }, ZeroSpecial<T>{},
+                                [&](T v, int l) { return tanh_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// log1p; special rows: x = -1 (-inf), x < -1 (NaN), x = +-0.  Twin: expansions.cpu.elementary.log1p.
+template <class T, int R, int G>
+__device__ __forceinline__ T log1p_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    const auto special = [](T v, T x0, T, int l) {
+        const T x1 = shfl<G>(v, 1);
+        const bool below = x0 < T(-1) || (x0 == T(-1) && x1 < T(0));
+        const bool zero_tail = tail_zero<R, G>(v, l);  // every lane votes (no short circuit)
+        const bool at = x0 == T(-1) && !below && zero_tail;
+        const T value = at ? infinity<T>(true) : (below ? quiet_nan<T>() : x0);
+        return SpecialRows<T>{at || below || x0 == T(0), value};
+    };
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_log1p(v); }, special,
+                                [&](T v, int l) { return log1p_w<T, W, G>(v, tab, l); }, NoFix{});
+}
+
+// atan; atan(+-inf) = +-pi/2 to R terms.  Twin: expansions.cpu.elementary.atan.
+template <class T, int R, int G>
+__device__ __forceinline__ T atan_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    const auto fix = [&](T r, T, T x0, int l) {
+        return constant_rows<T, R, G>(r, is_inf(x0), HALF_PI, sign_of(x0), table, l);
+    };
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_atan(v); }, ZeroSpecial<T>{},
+                                [&](T v, int l) { return atan_w<T, W, G>(v, tab, l); }, fix);
+}
+
+// asin; |x| > 1 NaN, asin(+-1) = +-pi/2 to R terms.  Twin: expansions.cpu.elementary.asin.
+template <class T, int R, int G>
+__device__ __forceinline__ T asin_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    const auto special = [](T v, T x0, T, int l) {
+        bool outside, at_one;
+        unit_domain<T, R, G>(v, x0, l, outside, at_one);
+        return SpecialRows<T>{outside || at_one || x0 == T(0), outside ? quiet_nan<T>() : x0};
+    };
+    const auto fix = [&](T r, T v, T x0, int l) {
+        bool outside, at_one;
+        unit_domain<T, R, G>(v, x0, l, outside, at_one);
+        return constant_rows<T, R, G>(r, at_one, HALF_PI, sign_of(x0), table, l);
+    };
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_asin(v); }, special,
+                                [&](T v, int l) { return asin_w<T, W, G>(v, tab, l); }, fix);
+}
+
+// acos; |x| > 1 NaN, acos(1) = 0, acos(-1) = pi to R terms.  Twin: expansions.cpu.elementary.acos.
+template <class T, int R, int G>
+__device__ __forceinline__ T acos_group(T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    const auto special = [](T v, T x0, T, int l) {
+        bool outside, at_one;
+        unit_domain<T, R, G>(v, x0, l, outside, at_one);
+        return SpecialRows<T>{outside || at_one, outside ? quiet_nan<T>() : T(0)};
+    };
+    const auto fix = [&](T r, T v, T x0, int l) {
+        bool outside, at_one;
+        unit_domain<T, R, G>(v, x0, l, outside, at_one);
+        return constant_rows<T, R, G>(r, at_one && x0 < T(0), PI, T(1), table, l);
+    };
+    return unary_group<T, R, G>(xl, lane, [](T v) { return leading_acos(v); }, special,
+                                [&](T v, int l) { return acos_w<T, W, G>(v, tab, l); }, fix);
+}
+
+// atan2(y, x) with the quadrants and special cases of IEEE 754; the special results that are
+// multiples of pi/4 are given to R terms.  Twin: expansions.cpu.elementary.atan2.
+template <class T, int R, int G>
+__device__ __forceinline__ T atan2_group(T yl, T xl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    const T y0 = shfl<G>(yl, 0);
+    const T x0 = shfl<G>(xl, 0);
+    const T leading = leading_atan2(y0, x0);
+    const bool finite = !group_any<R, G>(!is_finite(yl) || !is_finite(xl));
+    const bool special = (y0 == T(0) && x0 == T(0)) || is_inf(y0) || is_inf(x0);
+    const bool regular = finite && !special;
+    T o = T(0);
+    if (warp_any(regular)) {
+        const T v = atan2_w<T, W, G>(yl, xl, tab, lane);
+        if (regular) o = v;
+    }
+    T r = renormalize_group<T, W, R, G>(o, lane);
+    r = nonfinite_epilogue<T, R, G>(r, leading, lane, operand_status<R, G>(yl), operand_status<R, G>(xl));
+    if (special && !is_nan(y0) && !is_nan(x0)) r = lane == 0 ? leading : T(0);
+    const T sign = sign_of(leading);
+    const T mag = magnitude(leading);
+    r = constant_rows<T, R, G>(r, special && mag == tab.value(H_PI), PI, sign, table, lane);
+    r = constant_rows<T, R, G>(r, special && mag == tab.value(H_HALF_PI), HALF_PI, sign, table, lane);
+    r = constant_rows<T, R, G>(r, special && mag == tab.value(H_QUARTER_PI), QUARTER_PI, sign, table, lane);
+    r = constant_rows<T, R, G>(r, special && mag == tab.value(H_THREE_QUARTER_PI), THREE_QUARTER_PI, sign,
+                               table, lane);
+    return r;
+}
+
+// x ** y for an expansion exponent: exp(y log|x|), the sign (-1)^y for x < 0 and an integer y, NaN
+// for x < 0 and a non-integer y, the special cases of IEEE 754 pow.  Twin: expansions.cpu.elementary.pow.
+template <class T, int R, int G>
+__device__ __forceinline__ T pow_group(T xl, T yl, int lane, const T* table) {
+    constexpr int W = working_terms(R);
+    const Table<T> tab{table};
+    const T x0 = shfl<G>(xl, 0);
+    const T y0 = shfl<G>(yl, 0);
+    // is_integer(y): integer, and odd (an odd number of odd terms)
+    const bool finite_y = !group_any<R, G>(!is_finite(yl));
+    const T yy = finite_y ? yl : T(0);
+    const bool integral = !group_any<R, G>(rint_of(yy) != yy);  // every lane votes
+    const bool integer = finite_y && integral;
+    const int odd_term = (lane < R && fmod_of(yy, T(2)) != T(0)) ? 1 : 0;
+    int odd_terms = 0;
+#pragma unroll 1
+    for (int i = 0; i < R; ++i) odd_terms += shfl<G>(odd_term, i);
+    const bool odd = integer && odd_terms % 2 == 1;
+    const bool zero_tail = tail_zero<R, G>(xl, lane);
+    const bool one_x = x0 == T(1) && zero_tail;
+    const bool zero_y = y0 == T(0);
+    const T x_for_sign = (odd || !is_finite(y0)) ? x0 : magnitude(x0);
+    const T leading = (one_x || zero_y) ? T(1) : leading_pow(x_for_sign, y0);
+    const bool finite_x = !group_any<R, G>(!is_finite(xl));
+    const bool finite = finite_y && finite_x;
+    const bool nonfinite_lead = !is_finite(x0) || !is_finite(y0);
+    const bool domain = finite && x0 < T(0) && !integer;
+    const bool special = x0 == T(0) || one_x || zero_y || domain || nonfinite_lead;
+    const T value = domain ? quiet_nan<T>() : leading;
+    const bool regular = finite && !special;
+    T o = T(0);
+    if (warp_any(regular)) {
+        const T v = pow_w<T, W, G>(xl, yl, tab, lane);
+        if (regular) o = v;
+    }
+    if (regular && x0 < T(0) && odd) o = neg<W>(o, lane);
+    T r = renormalize_group<T, W, R, G>(o, lane);
+    r = nonfinite_epilogue<T, R, G>(r, leading, lane, operand_status<R, G>(xl), operand_status<R, G>(yl));
+    if (special && finite) r = lane == 0 ? value : T(0);
+    if ((one_x || zero_y) && !finite) r = lane == 0 ? T(1) : T(0);  // pow(1, NaN) = pow(NaN, 0) = 1
+    return r;
+}
 
 }  // namespace elementary
 }  // namespace expansions

@@ -141,308 +141,173 @@ __global__ void negate(const T* __restrict__ x, T* __restrict__ out, long long c
 }
 
 // ---------------------------------------------------------------------------------------------
-// Elementary functions (elementary.cuh): x (and y) of R terms, the result in R terms, the body at
-// W = working_terms(R) terms in a group of G lanes; `table` is expansions.cuda.elementary.table(R,
-// dtype) on the device.  Twins: expansions.cpu.elementary.<name>(x, R) and (y, x, R) / (x, y, R).
+// Elementary functions (elementary.cuh): x (and y) of R terms, the result in R terms; `table` is
+// expansions.cuda.elementary.table(R, dtype) on the device.  Each kernel runs its function's group
+// function (<name>_group) on every group of G = elementary::group_lanes<NAME>(R) lanes.
+// Twins: expansions.cpu.elementary.<name>(x, R), atan2(y, x, R), pow(x, y, R).
 
-// Special rows of log, log2, log10: x0 <= 0 gives -inf (zero) or NaN (negative).  Twin: _log_domain.
-template <class T>
-struct LogDomain {
-    __device__ __forceinline__ elementary::SpecialRows<T> operator()(T, T x0, T, int) const {
-        return {x0 <= T(0), x0 == T(0) ? infinity<T>(true) : quiet_nan<T>()};
-    }
-};
-
-// Rows with |x| > 1 and rows with |x| == 1 exactly, of R terms.  Twin: _unit_domain.
-template <class T, int R, int G>
-__device__ __forceinline__ void unit_domain(T xl, T x0, int lane, bool& outside, bool& at_one) {
-    const T tail = shfl<G>(xl, 1);
-    const T a0 = magnitude(x0);
-    outside = a0 > T(1) || (a0 == T(1) && tail != T(0) && elementary::sign_of(tail) == elementary::sign_of(x0));
-    const bool zero_tail = elementary::tail_zero<R, G>(xl, lane);  // every lane votes
-    at_one = a0 == T(1) && zero_tail;
+template <class T, int R, int G, class F>
+__device__ __forceinline__ void elementary_kernel_body(const T* __restrict__ x, const T* __restrict__ y,
+                                                       T* __restrict__ out, long long count, F f) {
+    for_each_group<G>(count, [&](long long index, bool valid, int lane) {
+        const T xl = load_term<R>(x, index, valid, lane);
+        const T yl = y != nullptr ? load_term<R>(y, index, valid, lane) : T(0);
+        store_term<R>(out, index, valid, lane, f(xl, yl, lane));
+    });
 }
 
 // exp(x).  Twin: expansions.cpu.elementary.exp.
 template <class T, int R>
 __global__ void exp(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_exp(v); }, NoSpecial<T>{},
-                         [&](T v, int lane) { return exp_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::exp_group<T, R, G>(xl, lane, table);
+    });
 }
 
-// exp(x) - 1.  Twin: expansions.cpu.elementary.expm1.
+// expm1(x).  Twin: expansions.cpu.elementary.expm1.
 template <class T, int R>
 __global__ void expm1(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_expm1(v); }, ZeroSpecial<T>{},
-                         [&](T v, int lane) { return expm1_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::expm1_group<T, R, G>(xl, lane, table);
+    });
 }
 
 // log(x).  Twin: expansions.cpu.elementary.log.
 template <class T, int R>
 __global__ void log(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_log(v); }, LogDomain<T>{},
-                         [&](T v, int lane) { return log_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::log_group<T, R, G>(xl, lane, table);
+    });
 }
 
 // log2(x).  Twin: expansions.cpu.elementary.log2.
 template <class T, int R>
 __global__ void log2(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_log2(v); }, LogDomain<T>{},
-                         [&](T v, int lane) { return log2_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::log2_group<T, R, G>(xl, lane, table);
+    });
 }
 
 // log10(x).  Twin: expansions.cpu.elementary.log10.
 template <class T, int R>
 __global__ void log10(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_log10(v); }, LogDomain<T>{},
-                         [&](T v, int lane) { return log10_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::log10_group<T, R, G>(xl, lane, table);
+    });
 }
 
-// log(1 + x); special rows: x = -1 (-inf), x < -1 (NaN), x = +-0.  Twin: expansions.cpu.elementary.log1p.
+// log1p(x).  Twin: expansions.cpu.elementary.log1p.
 template <class T, int R>
 __global__ void log1p(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    const auto special = [](T xl, T x0, T, int lane) {
-        const T x1 = shfl<G>(xl, 1);
-        const bool below = x0 < T(-1) || (x0 == T(-1) && x1 < T(0));
-        const bool zero_tail = tail_zero<R, G>(xl, lane);  // every lane votes (no short circuit)
-        const bool at = x0 == T(-1) && !below && zero_tail;
-        const T value = at ? infinity<T>(true) : (below ? quiet_nan<T>() : x0);
-        return SpecialRows<T>{at || below || x0 == T(0), value};
-    };
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_log1p(v); }, special,
-                         [&](T v, int lane) { return log1p_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::log1p_group<T, R, G>(xl, lane, table);
+    });
 }
 
-// sin(x), any finite x (Payne-Hanek: G covers M terms).  Twin: expansions.cpu.elementary.sin.
+// sin(x).  Twin: expansions.cpu.elementary.sin.
 template <class T, int R>
 __global__ void sin(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(reduction_terms(W));
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_sin(v); }, ZeroSpecial<T>{},
-                         [&](T v, int lane) { return sin_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::trig_lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::sin_group<T, R, G>(xl, lane, table);
+    });
 }
 
 // cos(x).  Twin: expansions.cpu.elementary.cos.
 template <class T, int R>
 __global__ void cos(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(reduction_terms(W));
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_cos(v); }, NoSpecial<T>{},
-                         [&](T v, int lane) { return cos_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::trig_lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::cos_group<T, R, G>(xl, lane, table);
+    });
 }
 
 // tan(x).  Twin: expansions.cpu.elementary.tan.
 template <class T, int R>
 __global__ void tan(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(reduction_terms(W));
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_tan(v); }, ZeroSpecial<T>{},
-                         [&](T v, int lane) { return tan_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::trig_lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::tan_group<T, R, G>(xl, lane, table);
+    });
 }
 
-// atan(x); atan(+-inf) = +-pi/2 to R terms.  Twin: expansions.cpu.elementary.atan.
+// atan(x).  Twin: expansions.cpu.elementary.atan.
 template <class T, int R>
 __global__ void atan(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    const auto fix = [&](T r, T, T x0, int lane) {
-        return constant_rows<T, R, G>(r, is_inf(x0), HALF_PI, sign_of(x0), table, lane);
-    };
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_atan(v); }, ZeroSpecial<T>{},
-                         [&](T v, int lane) { return atan_w<T, W, G>(v, tab, lane); }, fix);
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::atan_group<T, R, G>(xl, lane, table);
+    });
 }
 
-// asin(x); |x| > 1 NaN, asin(+-1) = +-pi/2 to R terms.  Twin: expansions.cpu.elementary.asin.
+// asin(x).  Twin: expansions.cpu.elementary.asin.
 template <class T, int R>
 __global__ void asin(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    const auto special = [](T xl, T x0, T, int lane) {
-        bool outside, at_one;
-        unit_domain<T, R, G>(xl, x0, lane, outside, at_one);
-        return SpecialRows<T>{outside || at_one || x0 == T(0), outside ? quiet_nan<T>() : x0};
-    };
-    const auto fix = [&](T r, T xl, T x0, int lane) {
-        bool outside, at_one;
-        unit_domain<T, R, G>(xl, x0, lane, outside, at_one);
-        return constant_rows<T, R, G>(r, at_one, HALF_PI, sign_of(x0), table, lane);
-    };
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_asin(v); }, special,
-                         [&](T v, int lane) { return asin_w<T, W, G>(v, tab, lane); }, fix);
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::asin_group<T, R, G>(xl, lane, table);
+    });
 }
 
-// acos(x); |x| > 1 NaN, acos(1) = 0, acos(-1) = pi to R terms.  Twin: expansions.cpu.elementary.acos.
+// acos(x).  Twin: expansions.cpu.elementary.acos.
 template <class T, int R>
 __global__ void acos(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    const auto special = [](T xl, T x0, T, int lane) {
-        bool outside, at_one;
-        unit_domain<T, R, G>(xl, x0, lane, outside, at_one);
-        return SpecialRows<T>{outside || at_one, outside ? quiet_nan<T>() : T(0)};
-    };
-    const auto fix = [&](T r, T xl, T x0, int lane) {
-        bool outside, at_one;
-        unit_domain<T, R, G>(xl, x0, lane, outside, at_one);
-        return constant_rows<T, R, G>(r, at_one && x0 < T(0), PI, T(1), table, lane);
-    };
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_acos(v); }, special,
-                         [&](T v, int lane) { return acos_w<T, W, G>(v, tab, lane); }, fix);
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::acos_group<T, R, G>(xl, lane, table);
+    });
 }
 
 // sinh(x).  Twin: expansions.cpu.elementary.sinh.
 template <class T, int R>
 __global__ void sinh(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_sinh(v); }, ZeroSpecial<T>{},
-                         [&](T v, int lane) { return sinh_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::sinh_group<T, R, G>(xl, lane, table);
+    });
 }
 
 // cosh(x).  Twin: expansions.cpu.elementary.cosh.
 template <class T, int R>
 __global__ void cosh(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_cosh(v); }, NoSpecial<T>{},
-                         [&](T v, int lane) { return cosh_w<T, W, G>(v, tab, lane); }, NoFix{});
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::cosh_group<T, R, G>(xl, lane, table);
+    });
 }
 
 // tanh(x).  Twin: expansions.cpu.elementary.tanh.
 template <class T, int R>
 __global__ void tanh(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    unary_frame<T, R, G>(x, out, count, [](T v) { return leading_tanh(v); }, ZeroSpecial<T>{},
-                         [&](T v, int lane) { return tanh_w<T, W, G>(v, tab, lane); }, NoFix{});
-}
-
-// atan2(y, x) with the quadrants and special cases of IEEE 754; the special results that are
-// multiples of pi/4 are given to R terms.  Twin: expansions.cpu.elementary.atan2.
-template <class T, int R>
-__global__ void atan2(const T* __restrict__ y, const T* __restrict__ x, T* __restrict__ out, long long count,
-                      const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    for_each_group<G>(count, [&](long long index, bool valid, int lane) {
-        const T yl = load_term<R>(y, index, valid, lane);
-        const T xl = load_term<R>(x, index, valid, lane);
-        const T y0 = shfl<G>(yl, 0);
-        const T x0 = shfl<G>(xl, 0);
-        const T leading = leading_atan2(y0, x0);
-        const bool finite = !group_any<R, G>(!is_finite(yl) || !is_finite(xl));
-        const bool special = (y0 == T(0) && x0 == T(0)) || is_inf(y0) || is_inf(x0);
-        const bool regular = finite && !special;
-        T o = T(0);
-        if (warp_any(regular)) {
-            const T v = atan2_w<T, W, G>(yl, xl, tab, lane);
-            if (regular) o = v;
-        }
-        T r = renormalize_group<T, W, R, G>(o, lane);
-        r = nonfinite_epilogue<T, R, G>(r, leading, lane, operand_status<R, G>(yl), operand_status<R, G>(xl));
-        if (special && !is_nan(y0) && !is_nan(x0)) r = lane == 0 ? leading : T(0);
-        const T sign = sign_of(leading);
-        const T mag = magnitude(leading);
-        r = constant_rows<T, R, G>(r, special && mag == tab.value(H_PI), PI, sign, table, lane);
-        r = constant_rows<T, R, G>(r, special && mag == tab.value(H_HALF_PI), HALF_PI, sign, table, lane);
-        r = constant_rows<T, R, G>(r, special && mag == tab.value(H_QUARTER_PI), QUARTER_PI, sign, table, lane);
-        r = constant_rows<T, R, G>(r, special && mag == tab.value(H_THREE_QUARTER_PI), THREE_QUARTER_PI, sign,
-                                   table, lane);
-        store_term<R>(out, index, valid, lane, r);
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::tanh_group<T, R, G>(xl, lane, table);
     });
 }
 
-// x ** y for an expansion exponent: exp(y log|x|), the sign (-1)^y for x < 0 and an integer y, NaN
-// for x < 0 and a non-integer y, the special cases of IEEE 754 pow.  Twin: expansions.cpu.elementary.pow.
+// atan2(y, x).  Twin: expansions.cpu.elementary.atan2.
+template <class T, int R>
+__global__ void atan2(const T* __restrict__ y, const T* __restrict__ x, T* __restrict__ out, long long count,
+                      const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(y, x, out, count, [&](T yl, T xl, int lane) {
+        return elementary::atan2_group<T, R, G>(yl, xl, lane, table);
+    });
+}
+
+// x ** y.  Twin: expansions.cpu.elementary.pow.
 template <class T, int R>
 __global__ void pow(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count,
                     const T* __restrict__ table) {
-    using namespace elementary;
-    constexpr int W = working_terms(R);
-    constexpr int G = group_width(W);
-    const Table<T> tab{table};
-    for_each_group<G>(count, [&](long long index, bool valid, int lane) {
-        const T xl = load_term<R>(x, index, valid, lane);
-        const T yl = load_term<R>(y, index, valid, lane);
-        const T x0 = shfl<G>(xl, 0);
-        const T y0 = shfl<G>(yl, 0);
-        // is_integer(y): integer, and odd (an odd number of odd terms)
-        const bool finite_y = !group_any<R, G>(!is_finite(yl));
-        const T yy = finite_y ? yl : T(0);
-        const bool integral = !group_any<R, G>(rint_of(yy) != yy);  // every lane votes
-        const bool integer = finite_y && integral;
-        const int odd_term = (lane < R && fmod_of(yy, T(2)) != T(0)) ? 1 : 0;
-        int odd_terms = 0;
-#pragma unroll 1
-        for (int i = 0; i < R; ++i) odd_terms += shfl<G>(odd_term, i);
-        const bool odd = integer && odd_terms % 2 == 1;
-        const bool zero_tail = tail_zero<R, G>(xl, lane);
-        const bool one_x = x0 == T(1) && zero_tail;
-        const bool zero_y = y0 == T(0);
-        const T x_for_sign = (odd || !is_finite(y0)) ? x0 : magnitude(x0);
-        const T leading = (one_x || zero_y) ? T(1) : leading_pow(x_for_sign, y0);
-        const bool finite_x = !group_any<R, G>(!is_finite(xl));
-        const bool finite = finite_y && finite_x;
-        const bool nonfinite_lead = !is_finite(x0) || !is_finite(y0);
-        const bool domain = finite && x0 < T(0) && !integer;
-        const bool special = x0 == T(0) || one_x || zero_y || domain || nonfinite_lead;
-        const T value = domain ? quiet_nan<T>() : leading;
-        const bool regular = finite && !special;
-        T o = T(0);
-        if (warp_any(regular)) {
-            const T v = pow_w<T, W, G>(xl, yl, tab, lane);
-            if (regular) o = v;
-        }
-        if (regular && x0 < T(0) && odd) o = neg<W>(o, lane);
-        T r = renormalize_group<T, W, R, G>(o, lane);
-        r = nonfinite_epilogue<T, R, G>(r, leading, lane, operand_status<R, G>(xl), operand_status<R, G>(yl));
-        if (special && finite) r = lane == 0 ? value : T(0);
-        if ((one_x || zero_y) && !finite) r = lane == 0 ? T(1) : T(0);  // pow(1, NaN) = pow(NaN, 0) = 1
-        store_term<R>(out, index, valid, lane, r);
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, y, out, count, [&](T xl, T yl, int lane) {
+        return elementary::pow_group<T, R, G>(xl, yl, lane, table);
     });
 }
 
