@@ -265,6 +265,8 @@ def cells(rs=RS, dtypes=DTYPES) -> list[dict]:
             for op, info in build.OPERATIONS.items():
                 if info.terms is not None and info.terms != R:
                     continue
+                if info.table:  # the elementary functions: sequences of the operations modeled here, and
+                    continue    # NVRTC needs minutes per function at large R (build.ELEMENTARY_R)
                 inst = build.instance(op, dtype, R)
                 per_warp = {"group": 32 // W, "thread": 32, "term": 32 / R}[info.mapping]
                 out.append({"kernel": inst.name_expression, "source": "library", "op": op, "dtype": dtype, "R": R,
