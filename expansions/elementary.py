@@ -11,8 +11,8 @@ Backends.  On the CPU both backends (the compiled engine and the twins) run the 
 :mod:`expansions.cpu.elementary` for now: the engine has no compiled elementary functions yet.  On
 the GPU (an array of CuPy terms) the CUDA kernels of ``expansions/cuda/elementary.cuh`` run, one per
 function, bit-identical to the twins (tested in the warp emulator, tests/test_elementary_emulated.py,
-and on a GPU by tests/test_gpu_elementary.py); the first call for an (R, dtype) compiles its kernel
-with NVRTC (seconds to a minute), cached on disk.
+and on a GPU by tests/test_gpu_elementary.py); the first call of a function for an (R, dtype)
+compiles its kernel with NVRTC (seconds to tens of seconds), cached on disk.
 """
 
 from __future__ import annotations
