@@ -348,6 +348,8 @@ def cells(rs=RS, dtypes=DTYPES) -> list[dict]:
             for op, info in build.OPERATIONS.items():
                 if info.terms is not None and info.terms != R:
                     continue
+                if info.table:  # the elementary functions: sequences of the operations modeled here, and
+                    continue    # NVRTC needs minutes per function at large R (build.ELEMENTARY_R)
                 # the renormalizing instance is what the library launches; the raw one (renormalize=False)
                 # is the paper's kernel (the K40 column); the Newton kernels: the renormalizing one only
                 flags = ((True,) if info.newton else (False, True)) if info.renormalizes else (False,)

@@ -14,6 +14,8 @@ A :class:`Backend` holds the functions that run the library's algorithms on 2-D 
 ``dw_binary``       (name, kind, x, y): a double-word algorithm of :mod:`expansions.dw` at R = 2
 ``dw_unary``        (name, x): the double-word square root
 ``reduce``          the canonical pairwise tree of :mod:`expansions.cpu.reduce`
+``elementary``      (name) -> the function ``name`` (exp, log, sin, ..., pow) of
+                    :mod:`expansions.cpu.elementary`: ``f(x, R)``, ``f(y, x, R)`` (atan2), ``f(x, y, R)`` (pow)
 ==================  ====================================================================
 
 ``cpu`` runs the NumPy twins (:mod:`expansions.cpu`), the executable specification of the kernels;
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import engine as _engine
+from .cpu import elementary as _twin_elementary
 from .cpu import kernels as _twins
 from .cpu import newton as _twin_newton
 from .cpu import reduce as _twin_reduce
@@ -66,6 +69,7 @@ class Backend:
     dw_binary: Callable
     dw_unary: Callable
     reduce: Callable
+    elementary: Callable
     #: its additions, multiplication and Newton kernels take ``renormalize=True`` and then return the
     #: renormalized result in one kernel launch (the CUDA launchers); else the renormalization is a
     #: second call of ``renormalize`` (:func:`expansions.dispatch.operation` composes them).
@@ -111,13 +115,23 @@ def _double_word_finish(z, operands, leading):
     return xp.where(invalid, xp.asarray(xp.nan, dtype=out.dtype), xp.where(xp.isnan(leading)[:, None], 0, out))
 
 
+def _twin_elementary_function(name: str) -> Callable:
+    """The NumPy twin of an elementary function (the engine has no compiled elementary functions yet)."""
+    return getattr(_twin_elementary, name)
+
+
+def _launched_elementary_function(name: str) -> Callable:
+    """The launcher of an elementary-function kernel (elementary.cuh), with its twin's signature."""
+    return _launch.LAUNCHERS[name]
+
+
 cpu = Backend(
     name="cpu", device="cpu",
     add_safe=_twins.add_safe, add_fast=_twins.add_fast, sub_safe=_twins.sub_safe, sub_fast=_twins.sub_fast,
     mul_truncated=_twins.mul_truncated, renormalize=_twins.renormalize, negate=_twins.negate,
     newton_reciprocal=_twin_newton.reciprocal, newton_div=_twin_newton.div, newton_sqrt=_twin_newton.sqrt,
     dw_binary=_double_word_binary(_twin_double_word), dw_unary=_double_word_unary(_twin_double_word),
-    reduce=_twin_reduce.reduce,
+    reduce=_twin_reduce.reduce, elementary=_twin_elementary_function,
 )
 
 cuda = Backend(
@@ -126,7 +140,7 @@ cuda = Backend(
     mul_truncated=_launch.mul_truncated, renormalize=_launch.renormalize, negate=_launch.negate,
     newton_reciprocal=_launch.newton_reciprocal, newton_div=_launch.newton_div, newton_sqrt=_launch.newton_sqrt,
     dw_binary=_double_word_binary(_dw_kernels.run), dw_unary=_double_word_unary(_dw_kernels.run),
-    reduce=_reduce_launch.reduce, renormalizes_in_kernel=True,
+    reduce=_reduce_launch.reduce, elementary=_launched_elementary_function, renormalizes_in_kernel=True,
 )
 
 
@@ -151,6 +165,7 @@ def engine_backend() -> Backend:
         mul_truncated=e.mul_truncated, renormalize=e.renormalize, negate=e.negate,
         newton_reciprocal=e.newton_reciprocal, newton_div=e.newton_div, newton_sqrt=e.newton_sqrt,
         dw_binary=_engine_dw_binary, dw_unary=_engine_dw_unary, reduce=e.reduce,
+        elementary=_twin_elementary_function,
     )
 
 

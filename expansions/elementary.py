@@ -8,9 +8,11 @@ as the arithmetic).  The algorithms, the special values and the accuracy are in
 :data:`expansions.bounds.ELEMENTARY`, the measured errors ``python -m expansions verify --elementary``.
 
 Backends.  On the CPU both backends (the compiled engine and the twins) run the NumPy twins of
-:mod:`expansions.cpu.elementary` for now: the engine has no compiled elementary functions yet.
-There are no CUDA kernels yet: an array on the GPU raises NotImplementedError (move it with
-``x.to_device('cpu')``).
+:mod:`expansions.cpu.elementary` for now: the engine has no compiled elementary functions yet.  On
+the GPU (an array of CuPy terms) the CUDA kernels of ``expansions/cuda/elementary.cuh`` run, one per
+function, bit-identical to the twins (tested in the warp emulator, tests/test_elementary_emulated.py,
+and on a GPU by tests/test_gpu_elementary.py); the first call of a function for an (R, dtype)
+compiles its kernel with NVRTC (seconds to tens of seconds), cached on disk.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import numpy as np
 
 from .arraytype import HANDLED, ExpansionArray, traced
 from .backends import for_terms
-from .cpu import elementary as twins
 from .elementwise import power
 from .numpy_protocol import register_ufunc
 from .operations import flat_pair, operands
@@ -29,12 +30,9 @@ __all__ = ["exp", "expm1", "log", "log1p", "log2", "log10", "pow", "sin", "cos",
 
 
 def _kernel(name: str, terms):
-    """The function that runs ``name`` on the backend of ``terms``: the CPU twin (engine or twins)."""
-    be = for_terms(terms)
-    if be.device != "cpu":
-        raise NotImplementedError(f"{name} has no {be.device} kernel yet: compute it on the CPU with "
-                                  f"x.to_device('cpu')")
-    return getattr(twins, name)
+    """The function that runs ``name`` on the backend of ``terms``: the CPU twin (engine or twins) or
+    the CUDA kernel's launcher, with the same signature and bits."""
+    return for_terms(terms).elementary(name)
 
 
 def _unary(name: str, x) -> ExpansionArray:

@@ -216,3 +216,43 @@ def test_emulated_program_returning_inputs(emulator):
     out = emulated(lambda a, b: (a, a * b), emulator, x, x)
     assert out[0] is x
     assert_same(out, ex.fuse(lambda a, b: (a, a * b))(x, x))
+
+
+def _elementary_program(R, dtype, functions):
+    """A graph whose nodes are elementary functions of two inputs x, y (and exp(sin x), a composition):
+    what the tracer records for ex.exp(x), ex.atan2(y, x), ... (node op = the function's name)."""
+    from expansions.programs.trace import Graph, Node
+
+    g = Graph()
+    fmt = (R, dtype)
+    x = g.add(Node("input", kind="exp", fmt=fmt, ndim=1, index=0))
+    y = g.add(Node("input", kind="exp", fmt=fmt, ndim=1, index=1))
+    outs = [g.add(Node(f, args=(y, x) if f == "atan2" else (x, y) if f == "pow" else (x,), fmt=fmt, ndim=1))
+            for f in functions]
+    outs.append(g.add(Node("exp", args=(g.add(Node("sin", args=(x,), fmt=fmt, ndim=1)),), fmt=fmt, ndim=1)))
+    return g, outs
+
+
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (3, "float32")])
+def test_emulated_program_of_elementary_functions_equals_the_twins(emulator, R, dtype):
+    """The group functions of elementary.cuh inside one program kernel (group widened for sin's
+    Payne-Hanek sums, the function table as the last argument) give the twins' bits."""
+    from expansions.cpu import elementary as twin
+    from expansions.cuda.elementary import table
+
+    functions = ("exp", "log1p", "cos", "atan", "atan2", "pow")
+    graph, outs = _elementary_program(R, dtype, functions)
+    wanted = list(range(len(graph.nodes)))
+    assert C.program_format(graph, wanted)[2] == C.group_width(2 * (R + 1) + 2)
+    name, text = C.kernel_source(graph, wanted, outs)
+    x = np.concatenate([terms_of((9,), R, dtype, "random", 1), terms_of((7,), R, dtype, "nonfinite", 2)])
+    y = np.concatenate([terms_of((9,), R, dtype, "random", 3), terms_of((7,), R, dtype, "zeros", 4)])
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    results = [np.full((x.shape[0], R), 7.0, dtype=dtype) for _ in outs]
+    emulator.launch(name, text, [x, y, *results, table(R, dtype)], x.shape[0])
+    with np.errstate(all="ignore"):
+        want = [twin.atan2(y, x, R) if f == "atan2" else twin.pow(x, y, R) if f == "pow" else getattr(twin, f)(x, R)
+                for f in functions] + [twin.exp(twin.sin(x, R), R)]
+    for f, got, w in zip(functions + ("exp(sin)",), results, want):
+        u = np.uint64 if dtype == "float64" else np.uint32
+        assert np.array_equal(got.view(u), w.view(u)), f

@@ -51,7 +51,7 @@ def check_all(launchers, to_device, to_host, reduce, dw_run) -> list[str]:
     for name, op in build.OPERATIONS.items():
         if op.params == "RC":
             continue
-        rs = (op.terms,) if op.terms else ((2, 5) if op.newton else (2, 3, 8, 32))
+        rs = (op.terms,) if op.terms else ((2, 5) if op.newton else ((2, 3) if op.table else (2, 3, 8, 32)))
         for dtype in ("float64", "float32"):
             for R in rs:
                 sizes = [(R, R)] + ([(max(1, R - 1), R)] if op.params == "NMR" and not op.newton else [])

@@ -4,8 +4,8 @@ Every constant is computed with mpmath at a precision well beyond what the forma
 into an exact rational (:func:`expansions.reference.mpf.fraction_from_mpf`) and rounded greedily to
 w terms (:func:`expansions.reference.exact.round_to_expansion`: the leading term is the correctly
 rounded value and each next term the correctly rounded remainder).  Nothing is typed in as digits;
-results are cached per (name, w, dtype).  A CUDA kernel would receive the same arrays as constant
-memory, built by the same functions.
+results are cached per (name, w, dtype).  The CUDA kernels of the elementary functions receive the
+same arrays in one device table (:func:`expansions.cuda.elementary.table`), built by these functions.
 """
 
 from __future__ import annotations

@@ -49,10 +49,15 @@ where the leading term is finite); a domain error gives NaN; an overflowing resu
 Every loop has a bound fixed by (R, format); the only data-dependent count, the halvings per row,
 is at most the plan's s.
 
-GPU.  A kernel mirroring these twins needs: the group add/mul/renorm/Newton device functions at W
-terms (already there), the constants of :mod:`expansions.cpu.constants` in constant memory (the
-Payne–Hanek table is 969 x 32 float64 at most), per-row branches where the twins select rows
-(``_rows``), and an epilogue mapping the special rows.  Not written yet.
+GPU.  ``expansions/cuda/elementary.cuh`` mirrors these twins function for function (entry points in
+``kernels.cu``, rows of ``expansions.cuda.build.OPERATIONS``): the group add/mul/renorm/Newton device
+functions at the same widths, the constants of :mod:`expansions.cpu.constants`, the plans and the
+thresholds (:func:`thresholds`) in one device array (:func:`expansions.cuda.elementary.table`; the
+Payne–Hanek table is 969 x 32 float64 at most), per-group branches where the twins select rows
+(``_rows``; warp-uniform, every group computes a branch that any group of its warp takes), the same
+special rows.  Nothing here calls libm on a value that reaches the result (the Newton starts
+:func:`_log1p_start` and :func:`_atan_start` use IEEE operations only), so the kernels give the same
+bits (tests/test_elementary_emulated.py in the warp emulator, tests/test_gpu_elementary.py on a GPU).
 """
 
 from __future__ import annotations
@@ -239,10 +244,23 @@ def _exp_limits(fmt: Format) -> tuple:
     return (fmt.emin - fmt.p - 1) * math.log(2), (fmt.emax + 1) * math.log(2)
 
 
+def thresholds(dtype) -> dict:
+    """The branch thresholds of the functions as terms of ``dtype`` (the comparisons of a term with
+    them are in that format): the exp limits, the sinh/cosh overflow limit, sqrt(2) (log's mantissa
+    range) and pi/4 (sin/cos without reduction).  The kernels receive the same values in their table
+    (:func:`expansions.cuda.elementary.table`)."""
+    dt = np.dtype(dtype)
+    lo, hi = _exp_limits(format_of(dt))
+    return {"exp_lo": dt.type(lo), "exp_hi": dt.type(hi), "hyp_limit": dt.type(hi + 1),
+            "sqrt2": dt.type(math.sqrt(2)), "quarter_pi": dt.type(math.pi / 4), "pi": dt.type(math.pi),
+            "half_pi": dt.type(math.pi / 2), "three_quarter_pi": dt.type(3 * math.pi / 4)}
+
+
 def _exp_w(x):
     """exp of finite x at w terms, 0 and inf beyond the limits (inf: terms inf, for the epilogue)."""
     dt = x.dtype
-    lo, hi = _exp_limits(format_of(dt))
+    th = thresholds(dt)
+    lo, hi = th["exp_lo"], th["exp_hi"]
     x0 = x[:, 0]
     mid = (x0 >= lo) & (x0 <= hi)
 
@@ -268,12 +286,47 @@ def _expm1_w(x):
 # logarithm
 
 
+def _series_terms(p: int, log2_ratio: float) -> int:
+    """Terms of a float series whose ratio is below 2^-log2_ratio, to 2^-(p+1)."""
+    return -(-(p + 1) // int(log2_ratio))
+
+
+def _log1p_start(f0):
+    """A float start for log1p(f0), |f0| <= 0.42, from IEEE operations only (no libm: the kernel
+    gets the same bits): 2 atanh(u), u = f0 / (2 + f0), |u| <= 0.18, by the series
+    2u (1 + u^2/3 + u^4/5 + ...) in Horner's rule.  Twin of ``log1p_start`` in elementary.cuh."""
+    dt = f0.dtype
+    u = f0 / (dt.type(2) + f0)
+    u2 = u * u
+    n = _series_terms(format_of(dt).p, 5)
+    acc = np.full_like(f0, dt.type(1) / dt.type(2 * n - 1))
+    for k in range(n - 2, -1, -1):
+        acc = acc * u2 + dt.type(1) / dt.type(2 * k + 1)
+    return (u * acc) * dt.type(2)
+
+
+def _atan_start(x0):
+    """A float start for atan(x0), |x0| <= 1, from IEEE operations only: two halvings
+    atan t = 2 atan(t / (1 + sqrt(1 + t^2))) to |t| <= tan(pi/16) < 0.2, the series
+    t (1 - t^2/3 + t^4/5 - ...), times 4.  Twin of ``atan_start`` in elementary.cuh."""
+    dt = x0.dtype
+    t = x0
+    for _ in range(2):
+        t = t / (dt.type(1) + np.sqrt(dt.type(1) + t * t))
+    t2 = t * t
+    n = _series_terms(format_of(dt).p, 4)
+    acc = np.full_like(x0, dt.type((-1) ** (n - 1)) / dt.type(2 * n - 1))
+    for k in range(n - 2, -1, -1):
+        acc = acc * t2 + dt.type((-1) ** k) / dt.type(2 * k + 1)
+    return (t * acc) * dt.type(4)
+
+
 def _log1p_newton(f):
     """log1p(f) for -0.29 <= f <= 0.42 (w terms; |log1p f| <= 0.35) by Newton's iteration on expm1,
     terms doubling."""
     n_rows, w = f.shape
     dt = f.dtype
-    y = _float_col(np.log1p(f[:, 0]), 1, dt)
+    y = _float_col(_log1p_start(f[:, 0]), 1, dt)
     for wi in _newton_widths(w):
         yi, fi = _width(y, wi), _width(f, wi)
         em = _expm1_small(yi)
@@ -287,7 +340,7 @@ def _log_parts(x):
     dt = x.dtype
     e = leading_exponent(x[:, 0])
     m = _scale(x, -e)
-    up = m[:, 0] > dt.type(math.sqrt(2))
+    up = m[:, 0] > thresholds(dt)["sqrt2"]
     e = e + up
     m = np.where(up[:, None], m * dt.type(0.5), m)
     f = _add(m, -_const_one(x.shape[0], x.shape[1], dt))
@@ -382,7 +435,7 @@ def _sincos_w(x):
     """(sin x, cos x) of finite x at w terms: no reduction for |x0| <= pi/4, else Payne–Hanek."""
     n_rows, w = x.shape
     dt = x.dtype
-    near = np.abs(x[:, 0]) <= dt.type(math.pi / 4)
+    near = np.abs(x[:, 0]) <= thresholds(dt)["quarter_pi"]
     r, q = x.copy(), np.zeros(n_rows, dtype=np.int32)
     if (~near).any():
         rr, qq = _reduce_half_pi(np.ascontiguousarray(x[~near]))
@@ -404,7 +457,7 @@ def _atan_unit(x):
     """atan(x) for |x| <= 1 (w terms): Newton on tan, y <- y + cos y (x cos y - sin y)."""
     n_rows, w = x.shape
     dt = x.dtype
-    y = _float_col(np.arctan(x[:, 0]), 1, dt)
+    y = _float_col(_atan_start(x[:, 0]), 1, dt)
     for wi in _newton_widths(w):
         yi, xi = _width(y, wi), _width(x, wi)
         sn, vc = _sincos_small(yi)
@@ -500,7 +553,7 @@ def _sinh_w(x):
     dt = x.dtype
     x0 = x[:, 0]
     small = np.abs(x0) <= 0.5
-    limit = _exp_limits(format_of(dt))[1] + 1
+    limit = thresholds(dt)["hyp_limit"]
 
     def near(v):
         e = _expm1_small(v)
@@ -519,7 +572,7 @@ def _sinh_w(x):
 
 def _cosh_w(x):
     x0 = x[:, 0]
-    limit = _exp_limits(format_of(x.dtype))[1] + 1
+    limit = thresholds(x.dtype)["hyp_limit"]
     out = _rows(np.abs(x0) <= limit, lambda v: _sinh_cosh_big(v, 1), x)
     out[np.abs(x0) > limit, 0] = np.inf
     return out
@@ -721,8 +774,7 @@ def tanh(x, R):
     return _unary(x, R, _tanh_w, np.tanh, x[:, 0] == 0)
 
 
-_ATAN2_CONSTANTS = (("pi", math.pi), ("half_pi", math.pi / 2), ("quarter_pi", math.pi / 4),
-                    ("three_quarter_pi", 3 * math.pi / 4))
+_ATAN2_CONSTANTS = ("pi", "half_pi", "quarter_pi", "three_quarter_pi")
 
 
 def atan2(y, x, R):
@@ -739,8 +791,8 @@ def atan2(y, x, R):
         regular = finite & ~special
         out = _rows(regular, _atan2_w, _width(y, W), _width(x, W), w=W)
         out = _finish(out, R, (y, x), leading, special & ~np.isnan(y0) & ~np.isnan(x0), leading)
-        for name, v in _ATAN2_CONSTANTS:
-            rows = special & (np.abs(leading) == dt.type(v))
+        for name in _ATAN2_CONSTANTS:
+            rows = special & (np.abs(leading) == thresholds(dt)[name])
             if rows.any():
                 out[rows] = renormalize(_constant_rows(name, y[rows], R, np.sign(leading[rows])), R)
     return out

@@ -56,7 +56,9 @@ class Operation:
     ``"group"``, a group of W lanes per expansion (decision 2); ``"term"``, one thread per term;
     ``"thread"``, one thread per expansion (the sequential baselines).  ``layout`` is ``"aos"`` for
     C-contiguous (count, terms) arrays, ``"soa"`` for (terms, count) arrays, term k of every expansion
-    contiguous.  ``resource_rs``, when set, replaces the R values of the resource check.  ``twin`` is
+    contiguous.  ``resource_rs``, when set, replaces the R values of the resource check.  ``table``: the
+    kernel takes, after ``count``, the table of the elementary functions
+    (:func:`expansions.cuda.elementary.device_table`), and its operands and result have R terms.  ``twin`` is
     the CPU twin that returns the same bits (a function of the ``expansions`` package, dotted path),
     ``doc`` the one-line contract of the launcher that :mod:`expansions.cuda.launch` generates.
     ``renormalizes``: the kernel has a renormalizing instance (:attr:`Instance.renormalize`)."""
@@ -73,6 +75,7 @@ class Operation:
     #: registers before the store (the operation, then ``renormalize``, in one launch: the library's
     #: default), false stores the raw output of the twin.
     renormalizes: bool = False
+    table: bool = False
     twin: str = ""
     doc: str = ""
 
@@ -86,6 +89,31 @@ NEWTON_R_OTHER_ARCHS = (2, 4)
 #: R values of the reduced resource check on the older architectures, and of the sequential
 #: baselines on every architecture (their code grows with R^2; the benchmarks use 2, 4, 8, 16, 32).
 SUBSET_R = (2, 3, 4, 5, 8, 13, 16, 31, 32)
+
+
+#: R values of the resource check of the elementary functions (each kernel compiles its whole
+#: algorithm: NVRTC takes about 90 s for the 17 kernels at R = 2 and float64 on two cores, 18 s for exp
+#: and sin at R = 32 (162 registers, no spills); the loader
+#: compiles any R on demand).
+ELEMENTARY_R = (2,)
+
+#: The elementary functions (elementary.cuh): name, operands, one-line contract.
+ELEMENTARY = (
+    ("exp", 1, "e^x"), ("expm1", 1, "e^x - 1, relatively accurate near 0"), ("log", 1, "the natural logarithm"),
+    ("log1p", 1, "log(1 + x), relatively accurate near 0"), ("log2", 1, "the base-2 logarithm"),
+    ("log10", 1, "the base-10 logarithm"), ("sin", 1, "the sine (Payne-Hanek reduction)"),
+    ("cos", 1, "the cosine (Payne-Hanek reduction)"), ("tan", 1, "the tangent (Payne-Hanek reduction)"),
+    ("atan", 1, "the arctangent"), ("asin", 1, "the arcsine"), ("acos", 1, "the arccosine"),
+    ("sinh", 1, "the hyperbolic sine"), ("cosh", 1, "the hyperbolic cosine"), ("tanh", 1, "the hyperbolic tangent"),
+    ("atan2", 2, "atan2(y, x), the quadrants and special cases of IEEE 754"),
+    ("pow", 2, "x ** y = exp(y log|x|) with the signs and special cases of IEEE 754 pow"),
+)
+
+
+def _elementary_operations():
+    for name, operands, doc in ELEMENTARY:
+        yield Operation(name, "R", operands, resource_rs=ELEMENTARY_R, table=True, twin=f"cpu.elementary.{name}",
+                        doc=f"{doc}, in R terms (elementary.cuh)")
 
 
 def _baseline_operations():
@@ -128,6 +156,7 @@ OPERATIONS = {
         Operation("reduce_dot", "RC", 2, resource_rs=SUBSET_R, twin="cpu.reduce.reduce_pass",
                   doc="one pass of the canonical pairwise dot product (launched by expansions.cuda.reduce_launch)"),
         *_baseline_operations(),
+        *_elementary_operations(),
     )
 }
 
@@ -214,8 +243,9 @@ def resource_instances(arch: str) -> list[Instance]:
     """Instances of the resource check: on sm_90 every operation, both term dtypes, every R in
     2..32 with N = M = R, and :data:`MIXED_SIZES`; on other architectures R in :data:`SUBSET_R`.
     Fixed-size kernels: their number of terms; operations with ``resource_rs``: those R; the Newton
-    kernels: :data:`NEWTON_R` on sm_90, :data:`NEWTON_R_OTHER_ARCHS` elsewhere, no mixed sizes.
-    Operations with ``renormalizes``: these sizes for the renormalizing instance (the one the library
+    kernels: :data:`NEWTON_R` on sm_90, :data:`NEWTON_R_OTHER_ARCHS` elsewhere, no mixed sizes; the
+    elementary functions: :data:`ELEMENTARY_R` on sm_90 only.  Operations with ``renormalizes``: these
+    sizes for the renormalizing instance (the one the library
     launches by default), and on sm_90 the raw instance too, for R in :data:`SUBSET_R` (its code is
     the renormalizing instance's without the renormalization)."""
     rs = range(2, 33) if arch == "sm_90" else SUBSET_R
@@ -224,6 +254,8 @@ def resource_instances(arch: str) -> list[Instance]:
         op_rs = (info.terms,) if info.terms else (info.resource_rs or rs)
         if info.newton and arch != "sm_90":
             op_rs = NEWTON_R_OTHER_ARCHS
+        if info.table and arch != "sm_90":
+            continue
         for dtype in CTYPES:
             sizes = [(R, R, R) for R in op_rs]
             if info.params in ("NMR", "NR") and not info.newton:
@@ -237,6 +269,22 @@ def resource_instances(arch: str) -> list[Instance]:
                                            i.R, i.N, i.M))
 
 
+#: The include line that :func:`source` replaces by :func:`newton_steps_source` (not a file).
+GENERATED_STEPS = "newton_steps.generated"
+
+
+def newton_steps_source() -> str:
+    """``NewtonSteps<T, R>`` (newton.cuh) for both term types and R in 2..32: the step sizes of
+    :func:`expansions.bounds.newton_steps`, generated, never typed in (the elementary functions call
+    the Newton division and square root at several numbers of terms inside one kernel)."""
+    lines = ["namespace expansions {"]
+    for dt, ct in CTYPES.items():
+        for R in range(2, 33):
+            steps = ", ".join(map(str, newton_steps(R, format_of(dt))))
+            lines.append(f"template <> struct NewtonSteps<{ct}, {R}> {{ using type = Steps<{steps}>; }};")
+    return "\n".join(lines + ["}  // namespace expansions"])
+
+
 @functools.cache
 def source(entry: str = ENTRY) -> str:
     """``kernels.cu`` (or another file of this folder, e.g. the users' header ``user.cuh``) with its
@@ -248,6 +296,8 @@ def source(entry: str = ENTRY) -> str:
         if name in seen:
             return ""
         seen.add(name)
+        if name == GENERATED_STEPS:
+            return f"// ---- generated by expansions.cuda.build.newton_steps_source\n{newton_steps_source()}\n"
         lines = []
         for line in (CUDA_DIR / name).read_text().splitlines():
             m = re.match(r'\s*#include\s+"([^"]+)"', line)

@@ -13,6 +13,7 @@
 
 #include "add.cuh"
 #include "baselines.cuh"
+#include "elementary.cuh"
 #include "mul.cuh"
 #include "newton.cuh"
 #include "reduce.cuh"
@@ -129,42 +130,25 @@ __global__ void newton_reciprocal(const T* __restrict__ a, T* __restrict__ out, 
     });
 }
 
-// x / y in R terms, as x * (1/y) (newton.cuh).  Twin: expansions.cpu.newton.div.
+// x / y in R terms, as x * (1/y) (newton_div_group, newton.cuh).  Twin: expansions.cpu.newton.div.
 template <class T, int N, int M, int R, bool RENORMALIZE, int... STEPS>
 __global__ void newton_div(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count) {
     constexpr int W = group_width(max3(N, M, R));
     for_each_group<W>(count, [&](long long index, bool valid, int lane) {
         const T xl = load_term<N>(x, index, valid, lane);
         const T yl = load_term<M>(y, index, valid, lane);
-        const T x0 = shfl<W>(xl, 0);
-        const T y0 = shfl<W>(yl, 0);
-        const int kx = -leading_exponent(x0);
-        const int ky = -leading_exponent(y0);
-        const T ys = scale(yl, ky);
-        const T ys0 = shfl<W>(ys, 0);
-        const T z0 = lane == 0 ? div_rn(T(1), ys0) : T(0);
-        const T z = newton_reciprocal_steps<T, M, W, 1, STEPS...>(ys, z0, lane);
-        const T q = renormalize_group<T, R, R, W>(mul_truncated_group<T, N, R, R, W>(scale(xl, kx), z, lane), lane);
-        const T r = newton_finish<T, R, W>(scale(q, ky - kx), div_rn(x0, y0), lane, operand_status<N, W>(xl),
-                                           operand_status<M, W>(yl));
+        const T r = newton_div_group<T, N, M, R, W, STEPS...>(xl, yl, lane);
         store_term<R>(out, index, valid, lane, finish_newton<T, R, W, RENORMALIZE>(r, lane));
     });
 }
 
-// sqrt(a) in R terms, as a * (1/sqrt(a)) (newton.cuh).  Twin: expansions.cpu.newton.sqrt.
+// sqrt(a) in R terms, as a * (1/sqrt(a)) (newton_sqrt_group, newton.cuh).  Twin: expansions.cpu.newton.sqrt.
 template <class T, int N, int R, bool RENORMALIZE, int... STEPS>
 __global__ void newton_sqrt(const T* __restrict__ a, T* __restrict__ out, long long count) {
     constexpr int W = group_width(N > R ? N : R);
     for_each_group<W>(count, [&](long long index, bool valid, int lane) {
         const T al = load_term<N>(a, index, valid, lane);
-        const T a0 = shfl<W>(al, 0);
-        const int half = leading_exponent(a0) >> 1;
-        const T s = scale(al, -2 * half);
-        const T s0 = shfl<W>(s, 0);
-        const T y0 = lane == 0 ? div_rn(T(1), sqrt_rn(s0)) : T(0);
-        const T y = newton_rsqrt_steps<T, N, W, 1, STEPS...>(s, y0, lane);
-        const T q = renormalize_group<T, R, R, W>(mul_truncated_group<T, N, R, R, W>(s, y, lane), lane);
-        const T r = newton_finish<T, R, W>(scale(q, half), sqrt_rn(a0), lane, operand_status<N, W>(al));
+        const T r = newton_sqrt_group<T, N, R, W, STEPS...>(al, lane);
         store_term<R>(out, index, valid, lane, finish_newton<T, R, W, RENORMALIZE>(r, lane));
     });
 }
@@ -188,6 +172,177 @@ __global__ void negate(const T* __restrict__ x, T* __restrict__ out, long long c
     for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
         out[i] = negated(x[i]);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementary functions (elementary.cuh): x (and y) of R terms, the result in R terms; `table` is
+// expansions.cuda.elementary.table(R, dtype) on the device.  Each kernel runs its function's group
+// function (<name>_group) on every group of G = elementary::group_lanes<NAME>(R) lanes.
+// Twins: expansions.cpu.elementary.<name>(x, R), atan2(y, x, R), pow(x, y, R).
+
+template <class T, int R, int G, class F>
+__device__ __forceinline__ void elementary_kernel_body(const T* __restrict__ x, const T* __restrict__ y,
+                                                       T* __restrict__ out, long long count, F f) {
+    for_each_group<G>(count, [&](long long index, bool valid, int lane) {
+        const T xl = load_term<R>(x, index, valid, lane);
+        const T yl = y != nullptr ? load_term<R>(y, index, valid, lane) : T(0);
+        store_term<R>(out, index, valid, lane, f(xl, yl, lane));
+    });
+}
+
+// exp(x).  Twin: expansions.cpu.elementary.exp.
+template <class T, int R>
+__global__ void exp(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::exp_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// expm1(x).  Twin: expansions.cpu.elementary.expm1.
+template <class T, int R>
+__global__ void expm1(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::expm1_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// log(x).  Twin: expansions.cpu.elementary.log.
+template <class T, int R>
+__global__ void log(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::log_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// log2(x).  Twin: expansions.cpu.elementary.log2.
+template <class T, int R>
+__global__ void log2(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::log2_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// log10(x).  Twin: expansions.cpu.elementary.log10.
+template <class T, int R>
+__global__ void log10(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::log10_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// log1p(x).  Twin: expansions.cpu.elementary.log1p.
+template <class T, int R>
+__global__ void log1p(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::log1p_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// sin(x).  Twin: expansions.cpu.elementary.sin.
+template <class T, int R>
+__global__ void sin(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::trig_lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::sin_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// cos(x).  Twin: expansions.cpu.elementary.cos.
+template <class T, int R>
+__global__ void cos(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::trig_lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::cos_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// tan(x).  Twin: expansions.cpu.elementary.tan.
+template <class T, int R>
+__global__ void tan(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::trig_lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::tan_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// atan(x).  Twin: expansions.cpu.elementary.atan.
+template <class T, int R>
+__global__ void atan(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::atan_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// asin(x).  Twin: expansions.cpu.elementary.asin.
+template <class T, int R>
+__global__ void asin(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::asin_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// acos(x).  Twin: expansions.cpu.elementary.acos.
+template <class T, int R>
+__global__ void acos(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::acos_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// sinh(x).  Twin: expansions.cpu.elementary.sinh.
+template <class T, int R>
+__global__ void sinh(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::sinh_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// cosh(x).  Twin: expansions.cpu.elementary.cosh.
+template <class T, int R>
+__global__ void cosh(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::cosh_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// tanh(x).  Twin: expansions.cpu.elementary.tanh.
+template <class T, int R>
+__global__ void tanh(const T* __restrict__ x, T* __restrict__ out, long long count, const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, nullptr, out, count, [&](T xl, T, int lane) {
+        return elementary::tanh_group<T, R, G>(xl, lane, table);
+    });
+}
+
+// atan2(y, x).  Twin: expansions.cpu.elementary.atan2.
+template <class T, int R>
+__global__ void atan2(const T* __restrict__ y, const T* __restrict__ x, T* __restrict__ out, long long count,
+                      const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(y, x, out, count, [&](T yl, T xl, int lane) {
+        return elementary::atan2_group<T, R, G>(yl, xl, lane, table);
+    });
+}
+
+// x ** y.  Twin: expansions.cpu.elementary.pow.
+template <class T, int R>
+__global__ void pow(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count,
+                    const T* __restrict__ table) {
+    constexpr int G = elementary::lanes(R);
+    elementary_kernel_body<T, R, G>(x, y, out, count, [&](T xl, T yl, int lane) {
+        return elementary::pow_group<T, R, G>(xl, yl, lane, table);
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

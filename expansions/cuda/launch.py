@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from ..formats import check_terms
-from . import build
+from . import build, elementary
 
 #: Upper bound on blocks per launch, per streaming multiprocessor (the grid-stride loop does the rest).
 BLOCKS_PER_SM = 32
@@ -74,11 +74,13 @@ def _launch(inst, count, arrays):
     if device != cp.cuda.Device().id:
         raise ValueError(f"{inst.op}: the arrays are on device {device}, the current device is {cp.cuda.Device().id}")
     (kernel,) = build.kernels(inst)
-    mapping = build.OPERATIONS[inst.op].mapping
+    info = build.OPERATIONS[inst.op]
+    mapping = info.mapping
     per_block = build.BLOCK // inst.group_width if mapping == "group" else build.BLOCK
     total = count * inst.R if mapping == "term" else count
     blocks = min(-(-total // per_block), _max_blocks(device))
-    kernel((blocks,), (build.BLOCK,), (*arrays, np.int64(count)))
+    table = (elementary.device_table(inst.R, inst.dtype),) if info.table else ()
+    kernel((blocks,), (build.BLOCK,), (*arrays, np.int64(count), *table))
 
 
 @functools.cache
@@ -133,6 +135,27 @@ def _elementwise(op, x):
     return out
 
 
+def _elementary(op, R, *operands):
+    """An elementary function (``table`` kernels): operands and result of R terms, one expansion per row."""
+    cp = _cupy()
+    R = check_terms(R)
+    for name, a in zip("xy", operands):
+        _check_array(a, name)
+        if a.shape[1] != R:
+            raise ValueError(f"{op}: {name} must have R = {R} terms, got {a.shape[1]}")
+    first = operands[0]
+    if any(a.dtype != first.dtype for a in operands):
+        raise TypeError(f"{op}: the operands must have the same dtype")
+    if any(a.shape[0] != first.shape[0] for a in operands):
+        raise ValueError(f"{op}: the operands must hold as many expansions")
+    if any(a.device.id != first.device.id for a in operands):
+        raise ValueError(f"{op}: the operands are on different devices")
+    count = first.shape[0]
+    out = cp.empty((count, R), dtype=first.dtype)
+    _launch(build.instance(op, first.dtype, R), count, (*operands, out))
+    return out
+
+
 def _launcher(op: build.Operation):
     """The launcher of ``op``, with the signature of its twin: ``f(x, y, R)`` for binary kernels,
     ``f(x, R)`` for unary ones, ``f(x)`` for term-wise ones, ``f(x, y)`` for the fixed-size baselines."""
@@ -143,6 +166,12 @@ def _launcher(op: build.Operation):
     elif op.mapping == "thread":
         def launcher(x, y, R):
             return _thread_binary(name, x, y, R)
+    elif op.table and op.operands == 2:
+        def launcher(x, y, R):
+            return _elementary(name, R, x, y)
+    elif op.table:
+        def launcher(x, R):
+            return _elementary(name, R, x)
     elif op.mapping == "term":
         def launcher(x):
             return _elementwise(name, x)

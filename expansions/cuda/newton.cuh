@@ -108,4 +108,45 @@ __device__ __forceinline__ T newton_finish(T s, T leading, int lane, OperandStat
     return out;
 }
 
+// x / y in R terms as x * (1/y), on this lane's terms of x (N terms) and y (M terms) in a group of W
+// lanes: the body of the kernel newton_div, also called by the elementary functions
+// (elementary.cuh).  Twin: expansions.cpu.newton.div.
+template <class T, int N, int M, int R, int W, int... STEPS>
+__device__ __forceinline__ T newton_div_group(T xl, T yl, int lane) {
+    const T x0 = shfl<W>(xl, 0);
+    const T y0 = shfl<W>(yl, 0);
+    const int kx = -leading_exponent(x0);
+    const int ky = -leading_exponent(y0);
+    const T ys = scale(yl, ky);
+    const T ys0 = shfl<W>(ys, 0);
+    const T z0 = lane == 0 ? div_rn(T(1), ys0) : T(0);
+    const T z = newton_reciprocal_steps<T, M, W, 1, STEPS...>(ys, z0, lane);
+    const T q = renormalize_group<T, R, R, W>(mul_truncated_group<T, N, R, R, W>(scale(xl, kx), z, lane), lane);
+    return newton_finish<T, R, W>(scale(q, ky - kx), div_rn(x0, y0), lane, operand_status<N, W>(xl),
+                                  operand_status<M, W>(yl));
+}
+
+// sqrt(a) in R terms as a * (1/sqrt(a)), on this lane's term of a (N terms): the body of the kernel
+// newton_sqrt, also called by the elementary functions.  Twin: expansions.cpu.newton.sqrt.
+template <class T, int N, int R, int W, int... STEPS>
+__device__ __forceinline__ T newton_sqrt_group(T al, int lane) {
+    const T a0 = shfl<W>(al, 0);
+    const int half = leading_exponent(a0) >> 1;
+    const T s = scale(al, -2 * half);
+    const T s0 = shfl<W>(s, 0);
+    const T y0 = lane == 0 ? div_rn(T(1), sqrt_rn(s0)) : T(0);
+    const T y = newton_rsqrt_steps<T, N, W, 1, STEPS...>(s, y0, lane);
+    const T q = renormalize_group<T, R, R, W>(mul_truncated_group<T, N, R, R, W>(s, y, lane), lane);
+    return newton_finish<T, R, W>(scale(q, half), sqrt_rn(a0), lane, operand_status<N, W>(al));
+}
+
+// The step sizes of the Newton iterations as a type, Steps<newton_steps(R)...>: NewtonSteps<T, R>::type
+// (generated from expansions.bounds.newton_steps by expansions.cuda.build.source, see
+// newton_steps.generated), so that device code can call the Newton bodies at any number of terms.
+template <int... STEPS>
+struct Steps {};
+
+template <class T, int R>
+struct NewtonSteps;
+
 }  // namespace expansions

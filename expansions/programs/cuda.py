@@ -12,6 +12,9 @@ The Newton bodies of ``kernels.cu`` (``newton_div``, ``newton_reciprocal``, ``ne
 
 At R = 2 the double-word algorithms of ``dw.cuh`` (the defaults there) run on the group's two terms
 gathered by shuffles, with the non-finite rule of the double-word backends.
+An elementary function (a node named ``exp``, ..., ``pow``: :data:`ELEMENTARY`) calls its group function
+of ``elementary.cuh`` (the body of its op-by-op kernel); the program's group is widened to the lanes it
+needs (R + 1 terms, 2R + 4 for sin, cos, tan, at most 32), and the kernel takes the function table.
 What a CUDA program takes (else :class:`FuseError` naming the node's line): one format (R, dtype) for
 every expansion of the graph (``terms=``/``dtype=`` only where they keep it); comparisons (and so ``where`` on them) up
 to R = 16 (the exact comparison renormalizes 2R terms in one group).
@@ -29,16 +32,34 @@ from .. import dispatch
 from ..backends import xp_of
 from ..bounds import newton_steps
 from ..cuda import build
+from ..cuda import elementary as elementary_table
 from ..cuda.dw_kernels import functor
 from ..formats import format_of, group_width
 from ..promote import operand_terms
 from .cpu import Plan
-from .trace import BINARY, COMPARE, ELEMENTARY, ELEMENTARY2, FuseError, Graph
+from .trace import BINARY, COMPARE, FuseError, Graph
 
 #: The double-word algorithms selectable at R = 2 (dispatch.R2_METHODS), functors of dw.cuh.
 DOUBLE_WORD = frozenset(name for names in dispatch.R2_METHODS.values() for name in names)
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+#: The elementary functions (a node whose op is the function's name; atan2 (y, x) and pow (x, y) have
+#: two operands): the group functions <name>_group of elementary.cuh, with the table of
+#: expansions.cuda.elementary as the kernel's last array argument.
+ELEMENTARY = {name: operands for name, operands, _ in build.ELEMENTARY}
+_TRIG = ("sin", "cos", "tan")
+
+
+def _elementary_lanes(op: str, R: int) -> int:
+    """The lanes the group function of an elementary function needs at R terms (elementary.cuh's
+    lanes(R), trig_lanes(R)): W = min(R + 1, 32) terms, M = min(2W + 2, 32) for sin, cos, tan."""
+    W = min(R + 1, 32)
+    return group_width(min(2 * W + 2, 32) if op in _TRIG else W)
+
+
+def uses_elementary(graph: Graph, wanted) -> bool:
+    return any(graph.nodes[i].op in ELEMENTARY for i in wanted)
 
 
 def _refuse(node, why):
@@ -59,14 +80,15 @@ def program_format(graph: Graph, wanted) -> tuple:
     compares = False
     for i in wanted:
         n = nodes[i]
-        if n.op in ELEMENTARY or n.op in ELEMENTARY2:
-            _refuse(n, "the elementary functions have no lane-group device functions in programs yet: "
-                       "run this program on the CPU (x.to_device('cpu'))")
         if n.op in COMPARE:
             compares = True
             if 2 * R > 32:
                 _refuse(n, f"the exact comparison renormalizes 2R = {2 * R} terms, more than a warp")
-    return R, dt, group_width(2 * R if compares else R)
+    W = group_width(2 * R if compares else R)
+    for i in wanted:
+        if nodes[i].op in ELEMENTARY:
+            W = max(W, _elementary_lanes(nodes[i].op, R))
+    return R, dt, W
 
 
 def _steps(R, dt) -> str:
@@ -204,6 +226,12 @@ class _Writer:
         else:
             self.emit(f"const T {v} = {v}_raw;")
 
+    def elementary(self, v, n, *args):
+        """An elementary function: its group function (the body of its op-by-op kernel) at this
+        program's group width (the group functions give the same bits at any width >= theirs)."""
+        call = f"elementary::{n.op}_group<T, {self.R}, {self.W}>({', '.join(args)}, lane, etable)"
+        self.emit(f"const T {v} = {self.pad(call)};")
+
     def compare(self, v, n, x, y):
         """operations.compare: the sign of the 2R terms (x, -y) renormalized, the IEEE comparison of
         the leading terms where one is not finite, 'ne' alone true on a row with a NaN or inf term."""
@@ -238,7 +266,8 @@ def kernel_source(graph: Graph, wanted, outputs, one_term_divisors=frozenset(), 
     result element, at its index), 'one' (a single element, broadcast) or 'strided' (broadcast along
     some of the result's D axes); default all 'full'.
     The kernel's arguments: each input's pointer (followed by its D element strides when strided),
-    one pointer per output, the D extents of the result when an input is strided, then the count."""
+    one pointer per output, the D extents of the result when an input is strided, the table of the
+    elementary functions when the program calls one (:data:`ELEMENTARY`), then the count."""
     R, dt, W = program_format(graph, wanted)
     nodes = graph.nodes
     ins = kernel_inputs(graph, wanted)
@@ -266,7 +295,9 @@ def kernel_source(graph: Graph, wanted, outputs, one_term_divisors=frozenset(), 
         if i in ins or n.op in ("input", "const", "promote"):
             continue
         args = [f"v{a}" for a in n.args]
-        if n.op in BINARY:
+        if n.op in ELEMENTARY:
+            w.elementary(f"v{i}", n, *args)
+        elif n.op in BINARY:
             w.binary(f"v{i}", n, *args, i in one_term_divisors)
         elif n.op in COMPARE:
             w.compare(f"v{i}", n, *args)
@@ -283,6 +314,8 @@ def kernel_source(graph: Graph, wanted, outputs, one_term_divisors=frozenset(), 
             w.emit(f"store_term<{R}>(out{k}, index, valid, lane, v{i});")
     if "strided" in kinds:
         params += [f"long long dim_{d}" for d in range(D)]
+    if uses_elementary(graph, wanted):
+        params.append("const T* __restrict__ etable")
     ctype = build.CTYPES[dt]
     params = [p.replace("T*", f"{ctype}*") for p in params]
     body = "\n".join(w.lines)
@@ -371,6 +404,9 @@ class KernelPlan(Plan):
         for i in kernel_inputs(self.graph, wanted):
             params += [inputs[i]] + strides.get(i, [])
         params += results + (list(shape) if strides else [])
+        if uses_elementary(self.graph, wanted):  # the table of the elementary functions, last
+            params.append(elementary_table.device_table(R, dt) if self.device == "cuda"
+                          else elementary_table.table(R, dt))
         self.launch(name, text, params, count)
         return dict(zip(outs, results)), shape
 

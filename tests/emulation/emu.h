@@ -17,6 +17,7 @@
 #define __host__
 #define __global__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 
 struct emu_dim3 { unsigned x, y, z; };
 

@@ -1,0 +1,211 @@
+"""The elementary-function kernels (expansions/cuda/elementary.cuh, entry points in kernels.cu), compiled
+by g++ against the warp emulator (tests/emulation), against their twins (expansions.cpu.elementary).
+
+Each (R, dtype) is compiled once with all 17 functions in one library.  Every function runs on random
+arguments over its domain (random tails: every term is used) and on special values: zeros of both
+signs, infinities, NaN (leading and in the tail), domain errors, the overflow and underflow edges,
+huge trigonometric arguments (1e300, 2^1023), arguments at the branch thresholds.  The result must be
+the twin's, bit for bit.  The emulator checks that every collective is reached by the whole warp, so
+the per-group branches (the twin's per-row branches) are also checked to keep the warp uniform.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import shutil
+
+import numpy as np
+import pytest
+from helpers import emulated_library
+
+from expansions.cpu import elementary as E
+from expansions.cuda import build as B
+from expansions.cuda.elementary import table
+from expansions.generate import random_terms
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
+
+UNARY = ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "atan", "asin", "acos", "sinh",
+         "cosh", "tanh")
+BINARY = ("atan2", "pow")
+FUNCTIONS = UNARY + BINARY
+#: (R, dtype) compiled with every function; the emulator is slow on wide groups (and on the Newton
+#: iterations), so the larger R run fewer random rows (RANDOM_ROWS) and every FEW-th special value
+#: (all of them at R = 2 and 3).
+CONFIGS = ((2, "float64"), (3, "float64"), (4, "float64"), (8, "float64"), (2, "float32"), (4, "float32"))
+RANDOM_ROWS = {2: 24, 3: 12, 4: 6, 8: 2, 16: 2}
+FEW = {2: 1, 3: 1, 4: 2, 8: 5, 16: 4}
+#: One function at R = 16 (its own library).
+WIDE = (16, "float64", "exp")
+
+_LIBS: dict = {}
+
+
+def library(R, dtype, functions, tmp_path_factory):
+    key = (R, dtype, functions)
+    if key not in _LIBS:
+        ct = B.CTYPES[dtype]
+        lines = ['#include "emu.h"', B.source()]
+        for f in functions:
+            args = "x, y, o, n, t" if f in BINARY else "x, o, n, t"
+            lines.append(f'extern "C" void emu_{f}(const {ct}* x, const {ct}* y, {ct}* o, long long n, '
+                         f"const {ct}* t, unsigned g, unsigned bl) "
+                         f"{{ emu::launch(g, bl, [=]{{ expansions::{f}<{ct}, {R}>({args}); }}); }}")
+        _LIBS[key] = emulated_library("\n".join(lines) + "\n", tmp_path_factory.mktemp("elem"), name=f"elem{R}{dtype}")
+    return _LIBS[key]
+
+
+def run(lib, f, x, y, R, dtype, grid, block):
+    p = lambda a: a.ctypes.data_as(ctypes.c_void_p) if a is not None else None  # noqa: E731
+    out = np.full((x.shape[0], R), 12345.0, dtype=dtype)
+    tab = table(R, dtype)
+    getattr(lib, f"emu_{f}")(p(x), p(y), p(out), ctypes.c_longlong(x.shape[0]), p(tab), ctypes.c_uint(grid),
+                              ctypes.c_uint(block))
+    return out
+
+
+def rows(values, R, dtype):
+    """Rows of R terms from tuples of leading terms (the rest zero)."""
+    out = np.zeros((len(values), R), dtype=dtype)
+    for i, v in enumerate(values):
+        v = v if isinstance(v, tuple) else (v,)
+        out[i, : len(v)] = v[:R]
+    return out
+
+
+def domain(f, count, R, dtype, rng):
+    """Random arguments (and second arguments) of f over its domain, every term used."""
+    dt = np.dtype(dtype)
+    f32 = dt == np.float32
+    seed = int(rng.integers(1 << 30))
+
+    def rand(lo, hi, s=0):
+        return random_terms(count, R, dtype=dt, seed=seed + s, exponent_range=(lo, hi))
+
+    y = None
+    if f == "exp":
+        x = rand(-12, 6 if f32 else 9)
+    elif f in ("expm1", "sinh", "cosh", "tanh"):
+        x = rand(-12, 5)
+    elif f in ("log", "log2", "log10"):
+        x = np.abs(rand(-30, 30) if f32 else rand(-60, 60))
+    elif f == "log1p":
+        x = np.where((np.arange(count) % 2 == 0)[:, None], np.abs(rand(-10, 4)), -np.abs(rand(-10, -1, 1)))
+    elif f in ("sin", "cos", "tan"):
+        x = rand(-10, 40)
+    elif f == "atan":
+        x = rand(-20, 20)
+    elif f in ("asin", "acos"):
+        x = rand(-20, -1)
+    elif f == "atan2":
+        x, y = rand(-10, 10), rand(-10, 10, 1)
+    else:  # pow: positive bases, and negative bases with integer exponents
+        x, y = np.abs(rand(-4, 4)), rand(-4, 3, 1)
+        neg = np.arange(count) % 3 == 0
+        x[neg] = -x[neg]
+        y[neg] = rows([float(v) for v in rng.integers(-6, 7, int(neg.sum()))], R, dt)
+    return np.ascontiguousarray(x), (None if y is None else np.ascontiguousarray(y))
+
+
+def specials(f, R, dtype):
+    """Special and edge arguments of f (rows of R terms): every FEW[R]-th of them (the first five,
+    zeros, infinity and NaN, always)."""
+    rx, ry = _specials(f, R, dtype)
+    keep = np.arange(rx.shape[0])
+    keep = keep[(keep < 5) | (keep % FEW[R] == 0)]
+    return rx[keep], (None if ry is None else ry[keep])
+
+
+def _specials(f, R, dtype):
+    dt = np.dtype(dtype)
+    f32 = dt == np.float32
+    inf, nan = math.inf, math.nan
+    tiny = float(np.finfo(dt).smallest_subnormal)
+    big = float(np.finfo(dt).max)
+    e = float(np.finfo(dt).eps)
+    common = [0.0, -0.0, inf, -inf, nan, (1.0, nan), (0.5, inf), (-2.0, -inf), tiny, -tiny, big, -big,
+              (1.0, e * e / 4), (-1.0, -e * e / 4)]
+    th = E.thresholds(dt)
+    hi, lo, lim = float(th["exp_hi"]), float(th["exp_lo"]), float(th["hyp_limit"])
+    per = {
+        "exp": [hi, -hi, (hi, -e), lo, (lo, e), lo / 2, -700.0 if not f32 else -90.0, 88.0, 709.0, (0.5, e / 8)],
+        "expm1": [0.5, -0.5, (0.5, e / 8), 0.50000001, 1e-300 if not f32 else 1e-30, 40.0, -40.0, hi, -hi],
+        "log": [1.0, (1.0, -e / 4), 2.0, 0.5, math.sqrt(2), (math.sqrt(2), e), -1.0, 1e-310 if not f32 else 1e-40,
+                4.0**100 if not f32 else 2.0**100],
+        "log1p": [-1.0, (-1.0, -e / 4), (-1.0, e / 4), -0.5, 0.25, -0.25, 0.25000001, -2.0,
+                  1e-300 if not f32 else 1e-30, (0.25, -e / 8)],
+        "sin": [1e300 if not f32 else 1e38, -1e22 if not f32 else -1e30, 2.0**1023 if not f32 else 2.0**127,
+                float(th["quarter_pi"]), math.pi, (math.pi, 1.2246467991473532e-16), 1e-300 if not f32 else 1e-30,
+                2.0**52, 1e10, 1.5707963267948966],
+        "atan": [1.0, -1.0, (1.0, -e / 4), 1e300 if not f32 else 1e38, -1e-300 if not f32 else -1e-30, 2.0**60],
+        "asin": [1.0, -1.0, (1.0, e / 4), (1.0, -e / 4), (-1.0, -e / 4), (-1.0, e / 4), 1.5, -2.0, 0.5,
+                 1e-300 if not f32 else 1e-30],
+        "sinh": [0.5, -0.5, (0.5, e / 8), lim, -lim, (hi, e), -hi, hi + 1, 1e-300 if not f32 else 1e-30, 30.0],
+    }
+    per["expm1"] += [1e-320 if not f32 else 1e-44]
+    per["cos"] = per["tan"] = per["sin"]
+    per["acos"] = per["asin"]
+    per["cosh"] = per["tanh"] = per["sinh"]
+    per["log2"] = per["log10"] = per["log"]
+    if f == "atan2":
+        vals = [0.0, -0.0, inf, -inf, nan, 1.0, -1.0, (2.0, nan)]
+        ys = [a for a in vals for _ in vals]
+        xs = [b for _ in vals for b in vals]
+        ys += [1e300 if not f32 else 1e38, 1e-300 if not f32 else 1e-30, 1.0]
+        xs += [1e-300 if not f32 else 1e-30, -1e300 if not f32 else -1e38, (1.0, -e / 4)]
+        return rows(ys, R, dt), rows(xs, R, dt)
+    if f == "pow":
+        xv = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, inf, -inf, nan, (1.0, e / 4)]
+        yv = [0.0, -0.0, 1.0, 3.0, -3.0, 2.0, 0.5, -0.5, inf, -inf, nan, (3.0, e)]
+        xs = [a for a in xv for _ in yv] + [10.0, 10.0, 0.1, -10.0]
+        ys = [b for _ in xv for b in yv] + [400.0 if not f32 else 50.0, -400.0 if not f32 else -50.0,
+                                            400.0 if not f32 else 50.0, 301.0 if not f32 else 39.0]
+        return rows(xs, R, dt), rows(ys, R, dt)
+    return rows(common + per[f], R, dt), None
+
+
+def _bits(a):
+    return a.view(np.uint64 if a.dtype == np.float64 else np.uint32)
+
+
+def check(lib, f, R, dtype, rng, random_rows):
+    x, y = domain(f, random_rows, R, dtype, rng)
+    sx, sy = specials(f, R, dtype)
+    x = np.ascontiguousarray(np.concatenate([x, sx]))
+    y = None if y is None else np.ascontiguousarray(np.concatenate([y, sy]))
+    grid, block = [(1, 32), (2, 64), (3, 96)][int(rng.integers(3))]
+    got = run(lib, f, x, y, R, dtype, grid, block)
+    with np.errstate(all="ignore"):
+        want = getattr(E, f)(x, y, R) if f in BINARY else getattr(E, f)(x, R)
+    bad = np.flatnonzero((_bits(got) != _bits(want)).any(axis=1))
+    return [f"{f} R={R} {dtype} row {i}: x={x[i]}" + ("" if y is None else f" y={y[i]}") +
+            f" got={got[i]} want={want[i]}" for i in bad[:3]]
+
+
+@pytest.mark.parametrize("R,dtype", CONFIGS)
+def test_elementary_kernels_equal_twins(R, dtype, tmp_path_factory):
+    lib = library(R, dtype, FUNCTIONS, tmp_path_factory)
+    rng = np.random.default_rng([R, len(dtype)])
+    failures = []
+    for f in FUNCTIONS:
+        failures += check(lib, f, R, dtype, rng, RANDOM_ROWS[R])
+    assert not failures, "\n".join(failures[:12])
+
+
+def test_wide_expansion(tmp_path_factory):
+    R, dtype, f = WIDE
+    lib = library(R, dtype, (f,), tmp_path_factory)
+    assert not check(lib, f, R, dtype, np.random.default_rng(16), RANDOM_ROWS[R])
+
+
+def test_counts_that_are_not_whole_warps(tmp_path_factory):
+    """0, 1, 5 and 9 expansions (groups past the end compute on zeros and store nothing)."""
+    lib = library(2, "float64", FUNCTIONS, tmp_path_factory)
+    rng = np.random.default_rng(5)
+    for f in ("exp", "sin", "atan2"):
+        for count in (0, 1, 5, 9):
+            x, y = domain(f, count, 2, "float64", rng)
+            got = run(lib, f, x, y, 2, "float64", 1 + count % 3, 32 * (1 + count % 2))
+            want = E.atan2(x, y, 2) if f == "atan2" else getattr(E, f)(x, 2)
+            assert np.array_equal(_bits(got), _bits(want)), (f, count)
