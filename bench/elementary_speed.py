@@ -1,8 +1,9 @@
 """Throughput of the elementary functions on the CPU beside mpmath and python-flint at the same
 precision: ``python -m bench.elementary_speed [--terms 2,4,8,16] [--n 2000] [--slow-n 300]``.
 
-The library runs the NumPy twins (:mod:`expansions.cpu.elementary`, what ``ex.exp`` runs on the CPU
-today: there is no compiled or GPU version yet) on ``--n`` float64 expansions of R terms; mpmath
+The library runs the NumPy twins (:mod:`expansions.cpu.elementary`) and the same functions on the
+engine's compiled operations (what ``ex.exp`` runs on the CPU by default; the same bits, the
+algorithm's own steps still NumPy) on ``--n`` float64 expansions of R terms; mpmath
 (``mpf`` at R * 53 bits) and python-flint (``arb`` at R * 53 bits) run a Python loop over ``--slow-n``
 of the same numbers.  Figures are thousands of elements per second (the median of 3 timings after an
 untimed call); the arguments are in [0.1, 3) (atan, exp, log, sin alike).  Results:
@@ -21,6 +22,7 @@ import time
 import mpmath
 import numpy as np
 
+from expansions import backends
 from expansions.__main__ import device_slug, environment
 from expansions.cpu import elementary as twins
 from expansions.cpu.kernels import renormalize
@@ -60,6 +62,11 @@ def measure(R, n, slow_n, rng):
         row = {"function": name, "R": R, "bits": 53 * R}
         twin = getattr(twins, name)
         row["twins_kps"] = n / _timed(lambda twin=twin: twin(x, R)) / 1e3
+        try:
+            on_engine = backends.engine_backend().elementary(name)
+            row["engine_kps"] = n / _timed(lambda f=on_engine: f(x, R)) / 1e3
+        except ImportError:  # no numba: the engine column stays empty
+            pass
         with mpmath.workprec(53 * R):
             vals = [+v for v in exact]
             f = getattr(mpmath, name)
@@ -80,12 +87,15 @@ def measure(R, n, slow_n, rng):
 def markdown(rows, header):
     lines = ["# Elementary functions: throughput on the CPU (thousands of elements per second)", "",
              " ".join(f"{k}: {v};" for k, v in header.items()), "",
-             "| function | R | bits | expansions (NumPy twins) | mpmath | python-flint (arb) |",
-             "|---|---|---|---|---|---|"]
+             "| function | R | bits | expansions (NumPy twins) | expansions (engine, default) | mpmath | "
+             "python-flint (arb) | engine / mpmath |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         fl = f"{r['flint_kps']:.3g}" if "flint_kps" in r else "-"
-        lines.append(f"| {r['function']} | {r['R']} | {r['bits']} | {r['twins_kps']:.3g} | {r['mpmath_kps']:.3g} | "
-                     f"{fl} |")
+        en = f"{r['engine_kps']:.3g}" if "engine_kps" in r else "-"
+        ratio = f"{r['engine_kps'] / r['mpmath_kps']:.3g}" if "engine_kps" in r else "-"
+        lines.append(f"| {r['function']} | {r['R']} | {r['bits']} | {r['twins_kps']:.3g} | {en} | "
+                     f"{r['mpmath_kps']:.3g} | {fl} | {ratio} |")
     return "\n".join(lines) + "\n"
 
 

@@ -116,8 +116,24 @@ def _double_word_finish(z, operands, leading):
 
 
 def _twin_elementary_function(name: str) -> Callable:
-    """The NumPy twin of an elementary function (the engine has no compiled elementary functions yet)."""
+    """The NumPy twin of an elementary function."""
     return getattr(_twin_elementary, name)
+
+
+def _engine_elementary_function(name: str) -> Callable:
+    """The twin of an elementary function run on the engine's compiled operations (the same bits:
+    :class:`expansions.cpu.elementary.Arithmetic`); the algorithm's own steps stay NumPy."""
+    fn = getattr(_twin_elementary, name)
+    e = _engine
+    ops = _twin_elementary.Arithmetic(add_safe=e.add_safe, mul_truncated=e.mul_truncated, renormalize=e.renormalize,
+                                      div=e.newton_div, sqrt=e.newton_sqrt)
+
+    @functools.wraps(fn)
+    def run(*args):
+        with _twin_elementary.arithmetic(ops):
+            return fn(*args)
+
+    return run
 
 
 def _launched_elementary_function(name: str) -> Callable:
@@ -165,7 +181,7 @@ def engine_backend() -> Backend:
         mul_truncated=e.mul_truncated, renormalize=e.renormalize, negate=e.negate,
         newton_reciprocal=e.newton_reciprocal, newton_div=e.newton_div, newton_sqrt=e.newton_sqrt,
         dw_binary=_engine_dw_binary, dw_unary=_engine_dw_unary, reduce=e.reduce,
-        elementary=_twin_elementary_function,
+        elementary=_engine_elementary_function,
     )
 
 

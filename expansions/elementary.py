@@ -7,8 +7,9 @@ as the arithmetic).  The algorithms, the special values and the accuracy are in
 :mod:`expansions.cpu.elementary`; the stated (empirical) bounds are
 :data:`expansions.bounds.ELEMENTARY`, the measured errors ``python -m expansions verify --elementary``.
 
-Backends.  On the CPU both backends (the compiled engine and the twins) run the NumPy twins of
-:mod:`expansions.cpu.elementary` for now: the engine has no compiled elementary functions yet.  On
+Backends.  On the CPU both backends run the NumPy twins of :mod:`expansions.cpu.elementary`; the
+engine (the default) runs them on its compiled operations (:class:`expansions.cpu.elementary.Arithmetic`:
+the same bits, tests/test_elementary.py), the algorithms' own steps staying NumPy.  On
 the GPU (an array of CuPy terms) the CUDA kernels of ``expansions/cuda/elementary.cuh`` run, one per
 function, bit-identical to the twins (tested in the warp emulator, tests/test_elementary_emulated.py,
 and on a GPU by tests/test_gpu_elementary.py); the first call of a function for an (R, dtype)

@@ -253,3 +253,26 @@ def test_verify_elementary_command(capsys):
                "--samples", "40", "--no-progress"])
     text = capsys.readouterr().out
     assert rc == 0 and text.count("| exp | 2 |") == 2 and "| atan2 | 2 | float32 | 40 |" in text
+
+
+@pytest.mark.parametrize("R,dtype", [(2, "float64"), (5, "float64"), (9, "float64"), (3, "float32"), (8, "float32")])
+def test_engine_arithmetic_gives_the_twins_bits(R, dtype):
+    """On the engine backend the functions run on its compiled operations (E.Arithmetic); every
+    function must return the bits of the NumPy twins, on random arguments and the hard cases."""
+    from expansions import backends
+    from expansions.generate import random_terms
+    from expansions.verify_elementary import hard_arguments
+
+    try:
+        engine = backends.engine_backend()
+    except ImportError as exc:
+        pytest.skip(f"no engine: {exc}")
+    rng = np.random.default_rng(R)
+    for name in sorted(MP):
+        x = np.concatenate([random_terms((24,), R, dtype, seed=R, exponent_range=(-6, 6)),
+                            hard_arguments(name if name not in ("atan2", "pow") else "log", R, dtype)])
+        args = (x, x[rng.permutation(len(x))]) if name in ("atan2", "pow") else (x,)
+        with np.errstate(all="ignore"):
+            want = getattr(E, name)(*args, R)
+            got = engine.elementary(name)(*args, R)
+        assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8)), name

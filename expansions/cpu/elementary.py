@@ -62,8 +62,12 @@ bits (tests/test_elementary_emulated.py in the warp emulator, tests/test_gpu_ele
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -86,23 +90,60 @@ def working_terms(R: int) -> int:
 # the library's operations at w terms (w = the operands' width)
 
 
+@dataclass(frozen=True)
+class Arithmetic:
+    """The library's operations the functions are built of, on (count, w) terms: the safe addition,
+    the truncated product, the renormalization, the Newton division and square root, with the twins'
+    signatures.  :data:`TWINS` (the NumPy twins) is the specification; any other set must return the
+    same bits (the compiled engine's, :func:`expansions.backends.engine_backend`, is tested bit-identical
+    to the twins in tests/test_engine.py, and the functions on it in tests/test_elementary.py)."""
+
+    add_safe: Callable
+    mul_truncated: Callable
+    renormalize: Callable
+    div: Callable
+    sqrt: Callable
+
+
+TWINS = Arithmetic(add_safe, mul_truncated, renormalize, _newton_div, _newton_sqrt)
+_ARITHMETIC: contextvars.ContextVar = contextvars.ContextVar("expansions_elementary_arithmetic", default=TWINS)
+
+
+@contextlib.contextmanager
+def arithmetic(ops: Arithmetic):
+    """Run the functions on ``ops`` (for example the engine's compiled operations) inside the block."""
+    token = _ARITHMETIC.set(ops)
+    try:
+        yield ops
+    finally:
+        _ARITHMETIC.reset(token)
+
+
+def _renormalize(x, w):
+    return _ARITHMETIC.get().renormalize(x, w)
+
+
 def _add(x, y):
     w = max(x.shape[1], y.shape[1])
-    return renormalize(add_safe(x, y, w), w)
+    a = _ARITHMETIC.get()
+    return a.renormalize(a.add_safe(x, y, w), w)
 
 
 def _mul(x, y):
     w = max(x.shape[1], y.shape[1])
-    return renormalize(mul_truncated(x, y, w), w)
+    a = _ARITHMETIC.get()
+    return a.renormalize(a.mul_truncated(x, y, w), w)
 
 
 def _div(x, y):
     w = max(x.shape[1], y.shape[1])
-    return renormalize(_newton_div(x, y, w), w)
+    a = _ARITHMETIC.get()
+    return a.renormalize(a.div(x, y, w), w)
 
 
 def _sqrt(x):
-    return renormalize(_newton_sqrt(x, x.shape[1]), x.shape[1])
+    a = _ARITHMETIC.get()
+    return a.renormalize(a.sqrt(x, x.shape[1]), x.shape[1])
 
 
 def _scale(x, k):
@@ -410,7 +451,7 @@ def _reduce_half_pi(x):
     y = _scale(acc, -S)
     r = _width(_mul(y, _const("half_pi", n_rows, M, dt)), w)
     q = ((k + k2).astype(np.int64) % 4).astype(np.int32)
-    return renormalize(r, w), q
+    return _renormalize(r, w), q
 
 
 def _sincos_small(r):
@@ -621,7 +662,7 @@ def _finish(out_w, R, operands, leading, special, special_value):
     """Round the body's W terms to R; the non-finite rule (:func:`nonfinite_epilogue`: non-finite
     operands, overflow); then rows ``special`` (finite operands) get (special_value, 0, ...)."""
     with np.errstate(all="ignore"):
-        out = renormalize(out_w, R) if out_w.shape[0] else out_w[:, :R]
+        out = _renormalize(out_w, R) if out_w.shape[0] else out_w[:, :R]
         out = nonfinite_epilogue(out, operands, leading).copy()
         out[special] = 0
         out[special, 0] = special_value[special]
@@ -721,7 +762,7 @@ def atan(x, R):
     out = _unary(x, R, _atan_w, np.arctan, x[:, 0] == 0)
     inf = np.isinf(x[:, 0])
     if inf.any():
-        out[inf] = renormalize(_constant_rows("half_pi", x[inf], R, np.sign(x[inf, 0])), R)
+        out[inf] = _renormalize(_constant_rows("half_pi", x[inf], R, np.sign(x[inf, 0])), R)
     return out
 
 
@@ -743,7 +784,7 @@ def asin(x, R):
     value = np.where(outside, np.nan, x[:, 0]).astype(x.dtype)
     out = _unary(x, R, _asin_w, np.arcsin, outside | at_one | zero, value)
     if at_one.any():
-        out[at_one] = renormalize(_constant_rows("half_pi", x[at_one], R, np.sign(x[at_one, 0])), R)
+        out[at_one] = _renormalize(_constant_rows("half_pi", x[at_one], R, np.sign(x[at_one, 0])), R)
     return out
 
 
@@ -755,7 +796,7 @@ def acos(x, R):
     value = np.where(outside, np.nan, 0).astype(x.dtype)
     out = _unary(x, R, _acos_w, np.arccos, outside | at_one, value)
     if minus_one.any():
-        out[minus_one] = renormalize(_constant_rows("pi", x[minus_one], R, np.ones(int(minus_one.sum()))), R)
+        out[minus_one] = _renormalize(_constant_rows("pi", x[minus_one], R, np.ones(int(minus_one.sum()))), R)
     return out
 
 
@@ -794,7 +835,7 @@ def atan2(y, x, R):
         for name in _ATAN2_CONSTANTS:
             rows = special & (np.abs(leading) == thresholds(dt)[name])
             if rows.any():
-                out[rows] = renormalize(_constant_rows(name, y[rows], R, np.sign(leading[rows])), R)
+                out[rows] = _renormalize(_constant_rows(name, y[rows], R, np.sign(leading[rows])), R)
     return out
 
 
