@@ -104,7 +104,9 @@ def cmd_verify_elementary(args) -> int:
     rows = verify_elementary.run(_ints(args.terms), _strs(args.dtype), names, args.samples, args.seed, by_terms,
                                  progress=not args.no_progress)
     header = {"command": "python -m expansions verify " + " ".join(sys.argv[2:]), "samples": args.samples,
-              "samples_by_terms": by_terms, "seed": args.seed, "backend": "cpu (NumPy twins)"}
+              "samples_by_terms": by_terms, "seed": args.seed,
+              "backend": ("cpu (engine: the twins on its compiled operations, the twins' bits)"
+                          if backends.cpu_backend().name == "engine" else "cpu (NumPy twins)")}
     header.update(environment())
     print(verify_elementary.markdown(rows, header))
     if args.out:
