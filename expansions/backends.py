@@ -120,13 +120,19 @@ def _twin_elementary_function(name: str) -> Callable:
     return getattr(_twin_elementary, name)
 
 
+@functools.cache
+def _engine_arithmetic():
+    e = _engine
+    return _twin_elementary.Arithmetic(add_safe=e.add_safe, mul_truncated=e.mul_truncated, renormalize=e.renormalize,
+                                       div=e.newton_div, sqrt=e.newton_sqrt)
+
+
+@functools.cache
 def _engine_elementary_function(name: str) -> Callable:
     """The twin of an elementary function run on the engine's compiled operations (the same bits:
     :class:`expansions.cpu.elementary.Arithmetic`); the algorithm's own steps stay NumPy."""
     fn = getattr(_twin_elementary, name)
-    e = _engine
-    ops = _twin_elementary.Arithmetic(add_safe=e.add_safe, mul_truncated=e.mul_truncated, renormalize=e.renormalize,
-                                      div=e.newton_div, sqrt=e.newton_sqrt)
+    ops = _engine_arithmetic()
 
     @functools.wraps(fn)
     def run(*args):

@@ -289,8 +289,21 @@ def _integer_exponent(n):
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (numbers.Integral, float, np.floating)) or \
             (not isinstance(n, numbers.Integral) and not float(n).is_integer()):
         raise TypeError(f"x ** {n!r}: only integer exponents are supported for ExpansionArrays (binary "
-                        "powering); non-integer exponents need pow, which the library does not have yet")
+                        "powering); non-integer exponents: expansions.pow")
     return int(n)
+
+
+def binary_powering(x, e: int, mul):
+    """x^e for an integer e >= 1 by square and multiply, ``mul(a, b)`` the product: the products of
+    :func:`power`, in its order (``expansions.fuse`` records the same ones).  x itself when e = 1."""
+    result, base = None, x
+    while True:
+        if e & 1:
+            result = base if result is None else mul(result, base)
+        e >>= 1
+        if not e:
+            return result
+        base = mul(base, base)
 
 
 def power(x, n):
@@ -301,14 +314,7 @@ def power(x, n):
     n = _integer_exponent(n)
     if n == 0:
         return _one_term(xp_of(x.terms).ones(x.shape, dtype=x.dtype), x)
-    result, base, e = None, x, abs(n)
-    while True:
-        if e & 1:
-            result = base if result is None else binary("mul", result, base)
-        e >>= 1
-        if not e:
-            break
-        base = binary("mul", base, base)
+    result = binary_powering(x, abs(n), lambda a, b: binary("mul", a, b))
     if result is x:
         result = x.copy()
     return unary("reciprocal", result) if n < 0 else result

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dispatch, elementary
+from .. import dispatch
 from ..arraytype import ExpansionArray
 from ..backends import for_device, xp_of
 from ..manipulation import where as _where
@@ -63,21 +63,22 @@ def _unary_step(node: Node, be):
     return step
 
 
-def _elementary_step(node: Node, same_format: bool):
-    """The function :mod:`expansions.elementary` runs op by op on this device, on the flat terms."""
+def _elementary_step(node: Node, be, same_format: bool):
+    """The function :mod:`expansions.elementary` runs op by op on this backend, on the flat terms."""
     R = node.fmt[0]
+    fn = be.elementary(node.op)
 
     def step(*args):
         if not same_format:  # operands() promotes both to the node's format, as op by op
             args = [a.terms for a in operands(*[ExpansionArray(a) for a in args])]
-        return elementary._kernel(node.op, args[0])(*args, R)
+        return fn(*args, R)
 
     return step
 
 
 def _step(node: Node, be, graph: Graph):
     if node.op in ELEMENTARY or node.op in ELEMENTARY2:
-        return _elementary_step(node, all(graph.nodes[a].fmt == node.fmt for a in node.args))
+        return _elementary_step(node, be, all(graph.nodes[a].fmt == node.fmt for a in node.args))
     if node.op in BINARY:
         return _binary_step(node, be, all(graph.nodes[a].fmt == node.fmt for a in node.args))
     if node.op in COMPARE:

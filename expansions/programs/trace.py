@@ -26,6 +26,7 @@ import numpy as np
 from .. import dispatch
 from .. import formats as F
 from ..arraytype import HANDLED, ExpansionArray, Traced
+from ..elementwise import binary_powering
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
 _NUMPY = str(Path(np.__file__).resolve().parent)
@@ -368,19 +369,13 @@ def _integer(v) -> bool:
 
 def _integer_power(x, n: int):
     """x ** n for an integer n, recorded as :func:`expansions.elementwise.power` computes it: binary
-    powering by truncated products, the reciprocal for n < 0 (the same operations in the same order)."""
+    powering by truncated products (:func:`expansions.elementwise.binary_powering`), the reciprocal
+    for n < 0 (the same operations in the same order)."""
     if not isinstance(x, Tracer) or x.node.kind != "exp":
         fail("`**` (pow) of a base that is not a traced expansion")
     if n == 0:
         fail("`x ** 0` in a program", "the result is 1 everywhere (NaN included): write the constant")
-    result, base, e = None, x, abs(n)
-    while True:
-        if e & 1:
-            result = base if result is None else record("mul", result, base)
-        e >>= 1
-        if not e:
-            break
-        base = record("mul", base, base)
+    result = binary_powering(x, abs(n), lambda a, b: record("mul", a, b))
     return record("reciprocal", result) if n < 0 else result
 
 
