@@ -115,6 +115,18 @@ def _double_word_finish(z, operands, leading):
     return xp.where(invalid, xp.asarray(xp.nan, dtype=out.dtype), xp.where(xp.isnan(leading)[:, None], 0, out))
 
 
+def _launched_dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False,
+                        renormalize: bool = False):
+    """The CUDA ``dw_binary``: one ``dw_operation`` launch (the algorithm, the non-finite rule of
+    :func:`_double_word_finish` and, with ``renormalize``, the renormalization in registers)."""
+    return _dw_kernels.operation(name, xt, yt, negate_y=negate_y, renormalize=renormalize)
+
+
+def _launched_dw_unary(name: str, xt, R: int = 2):
+    """The CUDA ``dw_unary``: one ``dw_operation`` launch (the square root and the non-finite rule)."""
+    return _dw_kernels.operation(name, xt)
+
+
 def _twin_elementary_function(name: str) -> Callable:
     """The NumPy twin of an elementary function."""
     return getattr(_twin_elementary, name)
@@ -161,7 +173,7 @@ cuda = Backend(
     add_safe=_launch.add_safe, add_fast=_launch.add_fast, sub_safe=_launch.sub_safe, sub_fast=_launch.sub_fast,
     mul_truncated=_launch.mul_truncated, renormalize=_launch.renormalize, negate=_launch.negate,
     newton_reciprocal=_launch.newton_reciprocal, newton_div=_launch.newton_div, newton_sqrt=_launch.newton_sqrt,
-    dw_binary=_double_word_binary(_dw_kernels.run), dw_unary=_double_word_unary(_dw_kernels.run),
+    dw_binary=_launched_dw_binary, dw_unary=_launched_dw_unary,
     reduce=_reduce_launch.reduce, elementary=_launched_elementary_function, renormalizes_in_kernel=True,
 )
 

@@ -68,8 +68,10 @@ def kernel(op: str, alg: str, be: Backend):
     return partial(be.dw_binary, alg, "add" if op == "sub" else op, negate_y=op == "sub")
 
 
-#: Algorithms whose kernels renormalize in registers on a backend with ``renormalizes_in_kernel``.
-RENORMALIZING = ADD_METHODS + MUL_METHODS + ("newton", "reciprocal")
+#: Algorithms whose kernels renormalize in registers on a backend with ``renormalizes_in_kernel``:
+#: the parallel and Newton kernels, and the double-word algorithms at R = 2 (``dw_operation``).
+RENORMALIZING = (ADD_METHODS + MUL_METHODS + ("newton", "reciprocal") + R2_METHODS["add"] + R2_METHODS["mul"]
+                 + R2_METHODS["div"])
 
 
 def operation(op: str, alg: str, be: Backend, renormalize: bool = True):

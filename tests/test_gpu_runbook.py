@@ -15,7 +15,7 @@ import gpu_launch_each  # noqa: E402
 import gpu_run  # noqa: E402
 
 from expansions import backends, dispatch  # noqa: E402
-from expansions.cuda import build  # noqa: E402
+from expansions.cuda import build, dw_kernels  # noqa: E402
 from expansions.dw import cpu as dw_twins  # noqa: E402
 
 
@@ -56,4 +56,10 @@ def test_launch_each_covers_every_kernel_with_the_twins_signatures():
         hi, lo = getattr(dw_twins, name)(*gpu_launch_each.columns(ops))
         return np.stack([hi, lo], axis=1)
 
-    assert gpu_launch_each.check_all(twins, np.asarray, np.asarray, backends.cpu.reduce, dw_run) == []
+    kinds = dw_kernels.library_algorithms()
+
+    def dw_operation(name, x, y=None, negate_y=False, renormalize=False):  # dw_kernels.operation's signature
+        op = "sub" if negate_y else kinds[name]
+        return dispatch.run(op, name, backends.cpu, renormalize, *((x, 2) if y is None else (x, y, 2)))
+
+    assert gpu_launch_each.check_all(twins, np.asarray, np.asarray, backends.cpu.reduce, dw_run, dw_operation) == []

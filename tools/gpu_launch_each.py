@@ -3,8 +3,9 @@
 Runs, on the current CuPy device, 100 expansions through every launcher of
 :data:`expansions.cuda.launch.LAUNCHERS` (the group kernels at R in {2, 3, 8, 32} with N = M = R and one
 mixed size, the Newton kernels at R in {2, 5}, the sequential baselines at their sizes), the
-reduction (sum, several passes), and every double-word kernel of ``dw.cuh`` (on inputs of one sign,
-nonnegative for the square root); then checks each result against its twin bit for bit.  Exit status
+reduction (sum, several passes), every double-word kernel of ``dw.cuh`` (on inputs of one sign,
+nonnegative for the square root) and every ``dw_operation`` instance (the library's one-launch R = 2
+operations); then checks each result against its twin bit for bit.  Exit status
 0 when all agree, 1 otherwise, 2 without a GPU.
 """
 
@@ -43,9 +44,10 @@ def columns(operands):
     return [c for a in operands for c in ((a[:, 0], a[:, 1]) if a.ndim == 2 else (a,))]
 
 
-def check_all(launchers, to_device, to_host, reduce, dw_run) -> list[str]:
+def check_all(launchers, to_device, to_host, reduce, dw_run, dw_operation=None) -> list[str]:
     """Run every kernel family once through ``launchers`` (name -> function, as
-    :data:`expansions.cuda.launch.LAUNCHERS`), ``reduce`` and ``dw_run``, on inputs moved by
+    :data:`expansions.cuda.launch.LAUNCHERS`), ``reduce``, ``dw_run`` and ``dw_operation`` (as
+    :func:`expansions.cuda.dw_kernels.operation`; skipped when None), on inputs moved by
     ``to_device``; the disagreements with the twins."""
     bad = []
     for name, op in build.OPERATIONS.items():
@@ -91,6 +93,19 @@ def check_all(launchers, to_device, to_host, reduce, dw_run) -> list[str]:
                 hi, lo = getattr(dw_twins, name)(*columns(ops))
             if not _same(got, np.stack([hi, lo], axis=1)):
                 bad.append(f"dw {name} {dtype}")
+    for name, kind in (dw_kernels.library_algorithms().items() if dw_operation is not None else ()):
+        for dtype in ("float64", "float32"):
+            x, y = (random_terms((COUNT,), 2, dtype, seed=i) for i in (5, 6))
+            x = np.abs(x) if kind == "sqrt" else x
+            for op, renormalize in ((("sqrt", False),) if kind == "sqrt" else
+                                    ((kind, False), (kind, True)) + ((("sub", True),) if kind == "add" else ())):
+                operands = (x, 2) if kind == "sqrt" else (x, y, 2)
+                with np.errstate(all="ignore"):
+                    got = to_host(dw_operation(name, to_device(x), None if kind == "sqrt" else to_device(y),
+                                               negate_y=op == "sub", renormalize=renormalize))
+                    want = dispatch.run(op, name, backends.cpu, renormalize, *operands)
+                if not _same(got, want):
+                    bad.append(f"dw_operation {name} {op} {dtype} renormalize={renormalize}")
     return bad
 
 
@@ -100,7 +115,8 @@ def main() -> int:
         return 2
     import cupy  # optional dependency, present: a GPU was found
 
-    bad = check_all(launch.LAUNCHERS, cupy.asarray, cupy.asnumpy, backends.cuda.reduce, dw_kernels.run)
+    bad = check_all(launch.LAUNCHERS, cupy.asarray, cupy.asnumpy, backends.cuda.reduce, dw_kernels.run,
+                    dw_kernels.operation)
     print(f"{len(bad)} disagreements" + "".join(f"\n  {b}" for b in bad))
     return 1 if bad else 0
 

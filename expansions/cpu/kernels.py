@@ -206,6 +206,26 @@ def renormalize(x, R):
     return nonfinite_epilogue(out, (x,), leading)
 
 
+def renormalize_pair(hi, lo):
+    """Twin of ``renormalize_pair<T>`` (``expansions/cuda/dw.cuh``: the renormalization of the
+    library's R = 2 double-word kernels, one thread per number): :func:`renormalize` of (hi, lo) to
+    two terms, bit for bit (tests/test_dw_operation.py), reduced as the kernel's comment explains: two
+    2Sums (no sort, one round), then the non-finite epilogue with the VecSum top as the leading result."""
+    xp = array_module(hi)
+    e_hi, e_lo = two_sum(hi, lo)
+    t_hi, t_lo = two_sum(e_hi, e_lo)
+    out_hi, out_lo = t_hi, xp.where(t_lo != 0, t_lo, xp.zeros_like(t_lo))
+    bad = ~xp.isfinite(hi) | ~xp.isfinite(lo)
+    overflow = ~bad & (~xp.isfinite(out_hi) | ~xp.isfinite(out_lo))
+    nan = xp.asarray(xp.nan, dtype=e_hi.dtype)
+    inf = xp.asarray(xp.inf, dtype=e_hi.dtype)
+    w = xp.where(bad & xp.isfinite(hi), nan, e_hi)
+    w = xp.where(bad, w, xp.where(e_hi < 0, -inf, inf))
+    w = xp.where(xp.isnan(w), nan, w)
+    fix = bad | overflow
+    return xp.where(fix, w, out_hi), xp.where(fix, xp.zeros_like(out_lo), out_lo)
+
+
 def negate(x):
     """Twin of kernel ``negate<T, R>`` (``kernels.cu``): every term negated (exact)."""
     return -x

@@ -6,7 +6,7 @@
 // explicit rounding intrinsics of eft.cuh (the twins emulate the FMA; the GPU has one).
 #pragma once
 
-#include "eft.cuh"
+#include "renorm.cuh"  // eft.cuh, and the non-finite rule and sort keys of the library
 
 namespace expansions {
 
@@ -304,6 +304,98 @@ __global__ void dw_unary(const T* __restrict__ x, const T* __restrict__ y, T* __
     for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += static_cast<long long>(gridDim.x) * blockDim.x) {
         const TwoTerms<T> z = F::apply(x[2 * i], x[2 * i + 1]);
+        out[2 * i] = z.hi;
+        out[2 * i + 1] = z.lo;
+    }
+}
+
+// ---- the library's R = 2 operations, one launch each (issue 13): the double-word algorithm, the
+// library's non-finite rule and the renormalization in registers.  Twin: the composition the other
+// backends run, expansions.dispatch.run(op, alg, backends.cpu, renormalize, x, y, 2), i.e.
+// _double_word_finish (expansions/backends.py) after the algorithm, then renormalize(out, 2)
+// (expansions/cpu/kernels.py); renormalize_pair mirrors renormalize_pair in that file.
+
+// What the leading-term IEEE result of the non-finite rule is: the operation of the algorithm.
+enum DwKind { DW_ADD = 0, DW_MUL = 1, DW_DIV = 2, DW_SQRT = 3 };
+
+// The library's non-finite rule on a double-word result z of operands (x0, x1) and, when binary,
+// (y0, y1): an operand with a non-finite word gives (w, 0), w = `leading` (the IEEE result on the
+// leading words) or NaN where that operand's leading word is finite; else a non-finite result word
+// (overflow) gives (+-inf, 0) with the sign of leading < 0; a NaN leading result gives (NaN, 0).
+// NaN is the canonical quiet NaN.  Twin: _double_word_finish in expansions/backends.py (with
+// nonfinite_epilogue of expansions/cpu/kernels.py at R = 2).
+template <class T>
+__device__ __forceinline__ TwoTerms<T> dw_nonfinite_rule(TwoTerms<T> z, T x0, T x1, T y0, T y1, bool binary,
+                                                         T leading) {
+    const bool bad_x = !is_finite(x0) || !is_finite(x1);
+    const bool bad_y = binary && (!is_finite(y0) || !is_finite(y1));
+    const bool anybad = bad_x || bad_y;
+    const bool overflow = !anybad && (!is_finite(z.hi) || !is_finite(z.lo));
+    if (anybad || overflow) {
+        T w = leading;
+        if (bad_x && is_finite(x0)) w = quiet_nan<T>();
+        if (bad_y && is_finite(y0)) w = quiet_nan<T>();
+        if (!anybad) w = infinity<T>(leading < T(0));
+        if (is_nan(w)) w = quiet_nan<T>();
+        z = {w, T(0)};
+    }
+    if (is_nan(leading)) z = {quiet_nan<T>(), T(0)};
+    return z;
+}
+
+// renormalize_group<T, 2, 2, W> (the library's renormalize(x, 2)) in one thread, with the same bits.
+// At two terms the general algorithm reduces to two 2Sums and the non-finite epilogue:
+// * the sort by magnitude can be left out: 2Sum is commutative in its result (the sum is, and the
+//   error is exact; a zero error is replaced by +0 below, and non-finite results by the epilogue);
+// * VecSum is one 2Sum, e = 2Sum(a, b); VecSumErrBranch is t = 2Sum(e.hi, e.lo), whose zero error
+//   leaves the +0 term (t equals e but for signed zeros: 2Sum(-0, +0) = (+0, ..));
+// * the second round never changes the bits: for finite t, |t.lo| <= ulp(t.hi) / 2, so the terms are
+//   nonoverlapping after the first; a non-finite t is replaced by the epilogue.
+// The epilogue is nonfinite_epilogue at R = 2 with the VecSum top e.hi as the leading result.
+// Twin: renormalize_pair in expansions/cpu/kernels.py (tested equal to renormalize(x, 2)).
+template <class T>
+__device__ __forceinline__ TwoTerms<T> renormalize_pair(TwoTerms<T> x) {
+    const TwoTerms<T> e = two_sum(x.hi, x.lo);
+    const TwoTerms<T> t = two_sum(e.hi, e.lo);
+    const TwoTerms<T> out = {t.hi, t.lo != T(0) ? t.lo : T(0)};
+    const bool bad = !is_finite(x.hi) || !is_finite(x.lo);
+    const bool overflow = !bad && (!is_finite(out.hi) || !is_finite(out.lo));
+    if (!(bad || overflow)) return out;
+    T w = e.hi;
+    if (bad && is_finite(x.hi)) w = quiet_nan<T>();
+    if (!bad) w = infinity<T>(e.hi < T(0));
+    if (is_nan(w)) w = quiet_nan<T>();
+    return {w, T(0)};
+}
+
+// x op y (x - y with NEGATE_Y: y's words negated as they are loaded), or the square root of x, by
+// the double-word algorithm F, with the library's non-finite rule, then (RENORMALIZE) the
+// renormalization: what the library's x + y, x - y, x * y, x / y, sqrt(x) are at R = 2 on the GPU,
+// reading the operands once and writing the result once.  (count, 2) rows; y unused for DW_SQRT.
+template <class T, class F, int KIND, bool NEGATE_Y, bool RENORMALIZE>
+__global__ void dw_operation(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                             long long count) {
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const T x0 = x[2 * i], x1 = x[2 * i + 1];
+        T y0 = T(0), y1 = T(0);
+        TwoTerms<T> z;
+        T leading;
+        if constexpr (KIND == DW_SQRT) {
+            z = F::apply(x0, x1);
+            leading = sqrt_rn(x0);
+        } else {
+            y0 = y[2 * i];
+            y1 = y[2 * i + 1];
+            if (NEGATE_Y) {
+                y0 = negated(y0);
+                y1 = negated(y1);
+            }
+            z = F::apply(x0, x1, y0, y1);
+            leading = KIND == DW_ADD ? add_rn(x0, y0) : (KIND == DW_MUL ? mul_rn(x0, y0) : div_rn(x0, y0));
+        }
+        z = dw_nonfinite_rule(z, x0, x1, y0, y1, KIND != DW_SQRT, leading);
+        if (RENORMALIZE) z = renormalize_pair(z);
         out[2 * i] = z.hi;
         out[2 * i + 1] = z.lo;
     }
