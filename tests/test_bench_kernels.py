@@ -12,9 +12,8 @@ pytest.importorskip("cupy")
 @pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
 def test_bench_kernels_compile_without_spills():
     from bench import baselines_gpu as seq
-    from expansions.cuda import build
-
     from bench import dw_gpu
+    from expansions.cuda import build
 
     names = [gpu.name_expression(k, op, alg, dt, R) for k in ("best", "shmem") for (op, alg) in gpu.OPS
              for dt in ("float64", "float32") for R in (2, 4, 8, 16, 32)]
