@@ -127,3 +127,62 @@ __global__ void shmem_seq(const T* __restrict__ x, const T* __restrict__ y, T* _
 }
 
 }  // namespace bench
+
+// The double-word (R = 2) algorithms of dw.cuh, one thread per number, grid-stride, as the library
+// runs them at R = 2 (dispatch.R2_DEFAULTS, R2_METHODS): the kernels of the instruction model's
+// section "R = 2: double-word kernels beside CCCL fpmp" (bench/model.py) and of bench/dw_gpu.py.
+//
+// best_dw<F, T>:       x and y (double-words, (count, 2) rows hi, lo) are loaded once, then K
+//                      operations run in registers as the dependent chain z_{k+1} = F(z_k, z_{k-1})
+//                      (z_{-1} = x, z_0 = y), two operations per loop iteration with the operands'
+//                      roles alternating (a = F(b, a); b = F(a, b)), and the last result is stored.
+//                      K must be even.  No floating-point operation besides the algorithm's: no
+//                      offset, no accumulator.  Both operands change in every operation, so nothing
+//                      that depends on one operand only (the reciprocal of y in Algorithm 18, the
+//                      split of y in da Graca and Defour's product, the division's own refinement of
+//                      y) can be hoisted out of the loop, as it would be in a chain x = F(x, y) with
+//                      y fixed; and no register moves are needed to swap the roles (a chain
+//                      z = F(x, y); y = x; x = z costs 4-8 moves per operation).  Magnitudes: the
+//                      logarithms of a division's chain are periodic (period 6); those of a
+//                      product's grow as Fibonacci numbers (bench/dw_gpu.py draws factors near 1).
+// best_dw_unary<F, T>: the same for a one-operand algorithm (the square root): a = F(a), twice per
+//                      iteration.  Mop/s = count * K / time.
+namespace bench {
+using namespace expansions;
+
+template <class F, class T>
+__global__ void best_dw(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, long long count,
+                        int K) {
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += static_cast<long long>(gridDim.x) * blockDim.x) {
+        TwoTerms<T> a{x[2 * i], x[2 * i + 1]};
+        TwoTerms<T> b{y[2 * i], y[2 * i + 1]};
+        // Two operations per iteration (no further unrolling): the instruction model reads the steady
+        // state of two operations from this loop's body (per_warp_iteration = 64).
+#pragma unroll 1
+        for (int k = 0; k < K; k += 2) {
+            a = F::apply(b.hi, b.lo, a.hi, a.lo);
+            b = F::apply(a.hi, a.lo, b.hi, b.lo);
+        }
+        out[2 * i] = b.hi;
+        out[2 * i + 1] = b.lo;
+    }
+}
+
+template <class F, class T>
+__global__ void best_dw_unary(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out,
+                              long long count, int K) {
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += static_cast<long long>(gridDim.x) * blockDim.x) {
+        TwoTerms<T> a{x[2 * i], x[2 * i + 1]};
+#pragma unroll 1
+        for (int k = 0; k < K; k += 2) {
+            a = F::apply(a.hi, a.lo);
+            a = F::apply(a.hi, a.lo);
+        }
+        out[2 * i] = a.hi;
+        out[2 * i + 1] = a.lo;
+    }
+}
+
+}  // namespace bench

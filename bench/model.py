@@ -25,6 +25,10 @@ kernel (``bench/kernels.cu``), R in {2, 3, 4, 8, 16, 32}, float64 and float32:
    (``…, false>``, the paper's, with the K40 column) and the renormalizing one (``…, true>``, what the
    library launches: the votes and the floor are the operation's, then the renormalization's).
 
+5. at R = 2, the library's double-word kernels (one thread per number, ``bench::best_dw`` in
+   bench/kernels.cu, every name of ``expansions.dispatch.R2_METHODS``) beside NVIDIA CCCL ``fpmp``'s
+   double-double figures, with issue 13's goal for the H100 (:func:`r2_section`, :data:`FPMP`).
+
 Writes ``<output>.json`` (every cell, the counts, the tools' versions, the date, the commit, the
 command) and ``<output>.md``.  Cells whose code the walk cannot account for (calls, per-thread
 data-dependent branches) are listed as not modeled, with the reason.
@@ -43,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import baselines_gpu, gpu, sass
+from bench import baselines_gpu, dw_gpu, gpu, sass
 from expansions.cpu import kernels as K
 from expansions.cpu.eft import two_prod, two_sum
 from expansions.cpu.lanes import group_any, shfl, shfl_down, shfl_up
@@ -364,6 +368,13 @@ def cells(rs=RS, dtypes=DTYPES) -> list[dict]:
                 out.append({"kernel": gpu.name_expression("best", opn, alg, dtype, R), "source": "bench",
                             "op": functor, "operation": opn, "algorithm": alg, "dtype": dtype, "R": R, "W": W,
                             "mapping": "group", "kind": "best", "per_warp_iteration": 32 // W})
+            if R == 2:  # the library's R = 2 methods: the double-word kernels, one thread per number
+                for opn, name in dw_gpu.METHODS:
+                    out.append({"kernel": dw_gpu.name_expression(name, dtype), "source": "bench",
+                                "op": dw_gpu.dw_kernels.functor(name), "operation": opn, "algorithm": name,
+                                "dtype": dtype, "R": R, "W": None, "mapping": "thread", "kind": "best",
+                                "per_warp_iteration": 32 * dw_gpu.OPS_PER_ITERATION, "double_word": True,
+                                "default": name == dw_gpu.R2_DEFAULTS[opn]})
             for key in ("campary", "qd"):
                 for opn in ("add", "mul"):
                     if baselines_gpu.functor(opn, key, R) is None:
@@ -471,6 +482,8 @@ def model_cell(cell: dict, func, figures: dict) -> dict:
         rec["not_modeled"] = str(exc)
         return rec
     rec["per_lane_branches"] = info.get("per_lane_branches", 0)
+    if cell.get("double_word"):
+        rec["algorithm_ops"] = DW_OPS[cell["algorithm"]]
     G = cell["per_warp_iteration"]
     per_op = {c: float(v / G) for c, v in per_iter.items()}
     rec["per_warp_iteration"] = G
@@ -496,7 +509,7 @@ def model_cell(cell: dict, func, figures: dict) -> dict:
         rec["over_k40"] = {dev: b["mops"] / k40 for dev, b in rec["bound"].items()}
         if cell["source"] == "bench" and cell["mapping"] == "group":
             rec["meets_goal"] = bool(rec["over_k40"]["H100 SXM"] >= GOAL_OVER_K40)
-    return rec
+    return r2_fields(rec) if cell.get("double_word") else rec
 
 
 def _source_for(cell) -> str:
@@ -546,7 +559,7 @@ def meta(argv) -> dict:
     return {"nvrtc": sass.nvrtc_version(), "nvdisasm": sass.nvdisasm_version(), "arch": sass.ARCH,
             "options": list(build.OPTIONS), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"), "commit": commit, "command": " ".join(["python -m bench.model", *argv]),
-            "rates_per_sm_clock": RATES, "devices": DEVICES, "goal_over_k40": GOAL_OVER_K40,
+            "rates_per_sm_clock": RATES, "devices": DEVICES, "goal_over_k40": GOAL_OVER_K40, "fpmp": FPMP,
             "inputs": {"best": {"blocks": BEST_BLOCKS, "threads": BEST_THREADS, "K": BEST_K, "seeds": [3, 4]},
                        "stream": {"count": STREAM_COUNT, "seeds": [1, 2]}, "sample": SAMPLE}}
 
@@ -599,6 +612,7 @@ def markdown(records: list[dict], info: dict) -> str:
               "loops; the non-finite rule is one vote on the hot path already): see the next section's reasons "
               "(issue 13, item 2).", ""] if misses else []
     lines += floor_section(records)
+    lines += r2_section(records)
     lines += ["## Every cell", "",
               "Per operation: warp instructions by class, total; bound in Mop/s (H100 SXM, H200) and the binding "
               "resource; the floor (the algorithm's own FP operations, shuffles and votes, warp instructions per "
@@ -704,6 +718,176 @@ def floor_section(records: list[dict]) -> list[str]:
               "| kernel family | instructions beyond the floor | what would bring it to the floor |", "|---|---|---|"]
     lines += [f"| {k} | {why} | {fix} |" for k, (why, fix) in REASONS.items()]
     return lines + [""]
+
+
+#: The double-word algorithms' own operations per operation, counted by hand from dw.cuh (and its
+#: twins in expansions/dw/cpu.py): ``fp`` additions, subtractions, products, FMAs and comparisons
+#: (2Sum 6, Fast2Sum 3, 2Prod 2 with the FMA; a negation is an operand modifier, free), ``div`` and
+#: ``sqrt`` the IEEE divisions and square roots, each compiled to a sequence of instructions with a
+#: slow path for special operands (the walk keeps the fast path: the cells are marked †).
+DW_OPS = {
+    "dw_add_accurate": {"fp": 20, "div": 0, "sqrt": 0},  # 2Sum, 2Sum, +, Fast2Sum, +, Fast2Sum
+    "dw_add_sloppy": {"fp": 11, "div": 0, "sqrt": 0},  # 2Sum, +, +, Fast2Sum
+    "qd_add_ieee": {"fp": 20, "div": 0, "sqrt": 0},  # 2Sum, 2Sum, +, Fast2Sum, +, Fast2Sum
+    "qd_add_sloppy": {"fp": 11, "div": 0, "sqrt": 0},  # 2Sum, + (two), Fast2Sum
+    "dg_add22": {"fp": 16, "div": 0, "sqrt": 0},  # +, two branches of 4, |a| >= |b|, Add12 (6)
+    "dw_times_dw1": {"fp": 9, "div": 0, "sqrt": 0},  # 2Prod, x, x, +, +, Fast2Sum
+    "dw_times_dw2": {"fp": 8, "div": 0, "sqrt": 0},  # 2Prod, x, FMA, +, Fast2Sum
+    "dw_times_dw3": {"fp": 9, "div": 0, "sqrt": 0},  # 2Prod, x, FMA, FMA, +, Fast2Sum
+    "dg_mul22": {"fp": 27, "div": 0, "sqrt": 0},  # Mul12 (x, two splits of 4, 3 x 2, 2), x, x, +, +, Add12
+    "ww_mul": {"fp": 8, "div": 0, "sqrt": 0},  # 2Prod, 3 FMA, Fast2Sum
+    "dw_div_dw1": {"fp": 22, "div": 2, "sqrt": 0},  # /, DWTimesFP1 (10), 2Sum, -, +, +, /, Fast2Sum
+    "dw_div_dw2": {"fp": 16, "div": 2, "sqrt": 0},  # /, DWTimesFP1 (10), -, -, +, /, Fast2Sum
+    "dw_div_dw3": {"fp": 30, "div": 1, "sqrt": 0},  # 1/y, FMA, x, Fast2Sum, DWTimesFP3 (6), DWPlusFP (10), Alg. 12 (9)
+    "ww_div": {"fp": 9, "div": 2, "sqrt": 0},  # /, 2Prod, -, -, +, FMA, /, Fast2Sum
+    "dw_sqrt": {"fp": 7, "div": 1, "sqrt": 1},  # sqrt, FMA, +, x, /, Fast2Sum, x_h == 0
+}
+
+#: NVIDIA CCCL ``fpmp`` (CUDA 13.6 documentation, as quoted by issue 13): double-double throughput on a
+#: B200, high-accuracy addition 816 G/s and multiplication 1552 G/s; scaled to an H100 SXM per SM and
+#: clock, the issue's figures 0.73 and 1.4 Tops/s (taken from the issue, not recomputed here: this
+#: repository holds no B200 clock).  Goal of issue 13, item 4: the model's bound on an H100 at least
+#: 0.8 Tops/s (addition) and 1.5 Tops/s (multiplication).
+FPMP = {"source": "NVIDIA CCCL fpmp documentation, CUDA 13.6 (figures quoted by issue 13)", "device": "B200",
+        "b200_gops": {"add": 816.0, "mul": 1552.0}, "h100_equivalent_tops": {"add": 0.73, "mul": 1.4},
+        "h100_equivalent_note": "the issue's scaling per SM and clock to an H100 SXM (132 SMs, 1.98 GHz)",
+        "goal_h100_tops": {"add": 0.8, "mul": 1.5}}
+
+#: Why the chain's count can differ from the algorithm's (a note per algorithm in the section).
+DW_NOTES = {
+    "dg_mul22": "each result is an operand of two successive operations of the chain, and both split the high "
+                "word of each operand: the compiler computes that split once for the two (2 of the 27 "
+                "operations per product are shared), so the count is 2 below the algorithm's",
+}
+
+
+def r2_fields(rec: dict) -> dict:
+    """The JSON fields of a double-word cell for the section: the bound in Tops/s per device, the
+    algorithm's own FP operations (the floor) and the counted FP instructions over it, and for the
+    additions and multiplications the fpmp figure (H100 equivalent), the goal and whether it is met."""
+    # per thread and operation: a thread cell's warp instructions per operation times the warp's 32 threads
+    fpc = 32 * (rec["instructions_per_op"]["fp64"] + rec["instructions_per_op"]["fp32"])
+    rec["bound_tops"] = {d: b["mops"] / 1e6 for d, b in rec["bound"].items()}
+    rec["fp_per_op"] = fpc
+    ops = rec.get("algorithm_ops") or {}
+    rec["fp_over_algorithm"] = fpc / ops["fp"] if ops.get("fp") and not ops.get("div") and not ops.get("sqrt") else None
+    opn = rec["operation"]
+    if opn in FPMP["goal_h100_tops"] and rec["dtype"] == "float64":
+        rec["fpmp_h100_tops"] = FPMP["h100_equivalent_tops"][opn]
+        rec["goal_h100_tops"] = FPMP["goal_h100_tops"][opn]
+        rec["meets_r2_goal"] = bool(rec["bound_tops"]["H100 SXM"] >= rec["goal_h100_tops"])
+        rec["over_fpmp"] = rec["bound_tops"]["H100 SXM"] / rec["fpmp_h100_tops"]
+    return rec
+
+
+def _binding_reason(r: dict) -> str:
+    """Why a double-word cell's bound is what it is, from its counts and the rates (:data:`RATES`)."""
+    per = r["instructions_per_op"]
+    d = DEVICES["H100 SXM"]
+    fp = "fp64" if r["dtype"] == "float64" else "fp32"
+    n = per[fp] * 32
+    pipe = RATES[fp] * 32 / (per[fp] * 32) * d["sms"] * d["clock_hz"] / 1e12 if per[fp] else None
+    if r["bound"]["H100 SXM"]["binding"] == fp:
+        return (f"{n:.4g} {fp.upper()} instructions per operation; {fp.upper()} pipe {RATES[fp] * 32:g}/clock/SM x "
+                f"{d['sms']} x {d['clock_hz'] / 1e9:g} GHz => {pipe:.3g} Tops/s at best")
+    tot = r["total_per_op"] * 32
+    return (f"{tot:.4g} warp instructions per 32 operations ({n:.4g} {fp.upper()} each), issue {RATES['issue']:g} "
+            f"per clock per SM: the issue slots bind before the {fp.upper()} pipe")
+
+
+def r2_section(records: list[dict]) -> list[str]:
+    """The section "R = 2: double-word kernels beside CCCL fpmp" (issue 13, item 4)."""
+    dws = [r for r in records if r.get("double_word")]
+    if not dws:
+        return []
+    lines = ["## R = 2: double-word kernels beside CCCL fpmp", "",
+             "At R = 2 the library's `+ - * /` and sqrt run the double-word algorithms of `expansions/cuda/dw.cuh`, "
+             "one thread per number (dispatch.R2_DEFAULTS: add dw_add_accurate = JMP 2017 Algorithm 6, mul "
+             "dw_times_dw1 = Algorithm 10, div dw_div_dw2 = Algorithm 17, sqrt dw_sqrt; the other names of "
+             "dispatch.R2_METHODS are selectable).  Benchmark kernel: `bench::best_dw` / `best_dw_unary` "
+             "(bench/kernels.cu): K dependent operations in registers per number, z_{k+1} = F(z_k, z_{k-1}) "
+             "(the square root: z_{k+1} = F(z_k)), two per loop iteration with the operands' roles alternating: "
+             "no floating-point harness at all (no offset, "
+             "no accumulator), so the FP instructions counted are the algorithm's own; besides them the loop "
+             "costs its counter and branch (about 1.5 instructions per operation).  Bound = SMs x clock x min over "
+             "issue, FP64, FP32 of rate / use, as above, in Tops/s (10^12 operations per second).", "",
+             f"CCCL fpmp: {FPMP['source']}: {FPMP['device']} double-double high-accuracy addition "
+             f"{FPMP['b200_gops']['add']:g} G/s, multiplication {FPMP['b200_gops']['mul']:g} G/s; per SM and clock "
+             f"on an H100 SXM about {FPMP['h100_equivalent_tops']['add']:g} and "
+             f"{FPMP['h100_equivalent_tops']['mul']:g} Tops/s ({FPMP['h100_equivalent_note']}: the issue's figures, "
+             "not recomputed here).  Goal (issue 13, "
+             f"item 4): bound >= {FPMP['goal_h100_tops']['add']:g} Tops/s addition and >= "
+             f"{FPMP['goal_h100_tops']['mul']:g} Tops/s multiplication on the H100 SXM.", "",
+             "Floor: the algorithm's own floating-point instructions per operation, i.e. the FP instructions "
+             "compiled (the kernel has no others; for the divisions and the square root the IEEE division's and "
+             "square root's instruction sequences are part of the algorithm), and total / floor the counted "
+             "instructions over it.  Algorithm's ops: its operations counted by hand from dw.cuh (DW_OPS in "
+             "bench/model.py: 2Sum 6, Fast2Sum 3, 2Prod 2, a comparison 1; a division or square root is listed "
+             "apart); counted FP / algorithm is 1 where the compiled kernel issues exactly the algorithm's "
+             "operations.  † the division's and square root's slow paths (called for special operands) are not "
+             "walked: the count is the fast path's (a lower bound; the Tops/s an upper bound).", "",
+             "### float64 (double-double)", "",
+             "| operation | algorithm | FP64 / FP32 / select / int / branch per op | total | floor | total / floor | "
+             "algorithm's ops | counted FP / algorithm | binding | H100 SXM Tops/s | H200 Tops/s | fpmp H100-equiv. "
+             "| bound / fpmp | goal | met |", "|---" * 15 + "|"]
+
+    def row(r):
+        per = r["instructions_per_op"]
+        G = 32
+        cls = " / ".join(f"{per[c] * G:.3g}" for c in ("fp64", "fp32", "select", "int", "branch"))
+        ops = r.get("algorithm_ops") or {}
+        optxt = f"{ops.get('fp', 0)}" + (f" + {ops['div']} ÷" if ops.get("div") else "") + (
+            f" + {ops['sqrt']} √" if ops.get("sqrt") else "")
+        ratio = r.get("fp_over_algorithm")
+        name = f"**{r['algorithm']}** (default)" if r.get("default") else r["algorithm"]
+        dagger = " †" if r.get("per_lane_branches") else ""
+        return (f"| {r['operation']} | {name} | {cls}{dagger} | {r['total_per_op'] * G:.3g} | "
+                f"{_fmt((r.get('floor_total') or 0) * G or None, 3)} | {_fmt(r.get('over_floor'), 3)} | {optxt} | "
+                f"{_fmt(ratio, 3)} | {r['bound']['H100 SXM']['binding']} | {r['bound_tops']['H100 SXM']:.3g} | "
+                f"{r['bound_tops']['H200']:.3g} |")
+
+    for r in (r for r in dws if r["dtype"] == "float64"):
+        if "not_modeled" in r:
+            lines.append(f"| {r['operation']} | {r['algorithm']} | not modeled: {r['not_modeled']} |")
+            continue
+        tail = (f" {r['fpmp_h100_tops']:g} | {r['over_fpmp']:.2f} | >= {r['goal_h100_tops']:g} | "
+                f"{'✓ met' if r['meets_r2_goal'] else '✗ missed'} |") if "meets_r2_goal" in r else " — | — | — | — |"
+        lines.append(row(r) + tail)
+    lines += ["", "Per instruction class: warp instructions per 32 operations (one warp's worth), i.e. per thread and "
+              "operation.", ""]
+    goal = [r for r in dws if "meets_r2_goal" in r]
+    for r in goal:
+        if r.get("default"):
+            verdict = "meets" if r["meets_r2_goal"] else "misses"
+            lines.append(f"- {r['operation']} default {r['algorithm']}: {r['bound_tops']['H100 SXM']:.3g} Tops/s, "
+                         f"{verdict} the goal of {r['goal_h100_tops']:g}: {_binding_reason(r)}.")
+    for r in goal:
+        if not r["meets_r2_goal"] and not r.get("default"):
+            lines.append(f"- {r['algorithm']} misses the goal ({r['bound_tops']['H100 SXM']:.3g} Tops/s): "
+                         f"{_binding_reason(r)}.")
+    for name, note in DW_NOTES.items():
+        if any(r["algorithm"] == name for r in dws):
+            lines.append(f"- {name}: {note}.")
+    lines += ["", "The QD library's double-double addition (ieee_add) and multiplication beside them, from the "
+              "sequential baselines' benchmark (`bench::best_seq`, bench/kernels.cu): its harness adds k to x_0 and "
+              "accumulates the result (3 FP additions per operation, charged), and y and x's low word are the same in "
+              "every iteration, so the compiler may hoist what depends on them only: its counts are not the "
+              "algorithm's op for op.", "",
+              "| kernel | FP64 per op | total per op | binding | H100 SXM Tops/s |", "|---|---|---|---|---|"]
+    for r in records:
+        if r.get("op") in ("DdAddIeee", "DdMul") and r["dtype"] == "float64" and "bound" in r:
+            lines.append(f"| `{r['kernel']}` | {r['instructions_per_op']['fp64'] * 32:.3g} | "
+                         f"{r['total_per_op'] * 32:.3g} | {r['bound']['H100 SXM']['binding']} | "
+                         f"{r['bound']['H100 SXM']['mops'] / 1e6:.3g} |")
+    lines += ["", "### float32 (float-float)", "",
+              "| operation | algorithm | FP64 / FP32 / select / int / branch per op | total | floor | total / floor | "
+              "algorithm's ops | counted FP / algorithm | binding | H100 SXM Tops/s | H200 Tops/s |", "|---" * 11 + "|"]
+    for r in (r for r in dws if r["dtype"] == "float32"):
+        lines.append(f"| {r['operation']} | {r['algorithm']} | not modeled: {r['not_modeled']} |" if "not_modeled" in r
+                     else row(r))
+    lines += ["", "In float32 the FP32 pipe (4 warp instructions per clock) runs at the issue rate, so every "
+              "instruction of the loop (counter, branch) costs as much as a floating-point one.", ""]
+    return lines
 
 
 def add_measured(records: list[dict], path: Path) -> int:

@@ -12,10 +12,12 @@ pytest.importorskip("cupy")
 @pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
 def test_bench_kernels_compile_without_spills():
     from bench import baselines_gpu as seq
+    from bench import dw_gpu
     from expansions.cuda import build
 
     names = [gpu.name_expression(k, op, alg, dt, R) for k in ("best", "shmem") for (op, alg) in gpu.OPS
              for dt in ("float64", "float32") for R in (2, 4, 8, 16, 32)]
+    names += [dw_gpu.name_expression(name, dt) for _, name in dw_gpu.METHODS for dt in ("float64", "float32")]
     seq_names = [seq.name_expression(k, op, alg, "float64", R) for k in ("best", "shmem")
                  for op in ("add", "mul") for alg in ("campary", "qd") for R in (2, 4, 8)
                  if seq.functor(op, alg, R)]

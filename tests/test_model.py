@@ -136,7 +136,8 @@ STALENESS = [("bench::best<bench::SafeAdd, double, 2>", "float64", 2),
              ("bench::best<bench::FastAdd, float, 4>", "float32", 4),
              ("bench::best<bench::TruncMul, double, 3>", "float64", 3),
              ("expansions::add_safe<double, 4, 4, 4, false>", "float64", 4),
-             ("expansions::add_fast<float, 4, 4, 4, true>", "float32", 4)]
+             ("expansions::add_fast<float, 4, 4, 4, true>", "float32", 4),
+             ("bench::best_dw<expansions::DwAddAccurate, double>", "float64", 2)]
 
 
 @pytest.mark.parametrize("kernel,dtype,R", STALENESS)
@@ -218,3 +219,104 @@ def test_needs_sort_is_the_sorting_networks_order(dtype):
     order = np.argsort(-np.abs(t), axis=1, kind="stable")
     np.testing.assert_array_equal(model.needs_sort(t), (order != np.arange(6)).any(axis=1))
     assert model.needs_sort(t).any() and not model.needs_sort(t).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# R = 2: the double-word kernels (issue 13, item 4)
+
+TWO_SUM, FAST_TWO_SUM, TWO_PROD = 6, 3, 2  # Knuth's 2Sum, Dekker's Fast2Sum, 2Prod with the FMA
+
+#: The algorithms' operations, derived from dw.cuh here (independently of model.DW_OPS): additions,
+#: subtractions, products, FMAs and comparisons.
+DW_ADD_MUL_OPS = {
+    "dw_add_accurate": 2 * TWO_SUM + 1 + FAST_TWO_SUM + 1 + FAST_TWO_SUM,  # JMP Algorithm 6
+    "dw_add_sloppy": TWO_SUM + 2 + FAST_TWO_SUM,  # Algorithm 5
+    "qd_add_ieee": 2 * TWO_SUM + 1 + FAST_TWO_SUM + 1 + FAST_TWO_SUM,
+    "qd_add_sloppy": TWO_SUM + 2 + FAST_TWO_SUM,
+    "dg_add22": 1 + 2 * 4 + 1 + 6,  # r, both branches, the |a| >= |b| compare, Add12
+    "dw_times_dw1": TWO_PROD + 4 + FAST_TWO_SUM,  # Algorithm 10
+    "dw_times_dw2": TWO_PROD + 3 + FAST_TWO_SUM,  # Algorithm 11
+    "dw_times_dw3": TWO_PROD + 4 + FAST_TWO_SUM,  # Algorithm 12
+    "dg_mul22": (1 + 2 * 4 + 3 * 2 + 2) + 4 + 6,  # Mul12 (product, two splits, three errors, low), t3, Add12
+    "ww_mul": TWO_PROD + 3 + FAST_TWO_SUM,
+}
+#: Operations the benchmark chain computes once for two operations (see model.DW_NOTES).
+DW_SHARED = {"dg_mul22": 2}
+
+
+def test_dw_ops_table_matches_the_derivation():
+    from expansions.dispatch import R2_METHODS
+
+    names = {n for ns in R2_METHODS.values() for n in ns}
+    assert set(model.DW_OPS) == names
+    for name, n in DW_ADD_MUL_OPS.items():
+        assert model.DW_OPS[name] == {"fp": n, "div": 0, "sqrt": 0}, name
+    assert {c["algorithm"] for c in model.cells((2,), ("float64",)) if c.get("double_word")} == names
+    assert not any(c.get("double_word") for c in model.cells((3, 4), ("float64",)))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_dw_kernels_issue_exactly_the_algorithms_operations(dtype):
+    """Every R = 2 method's benchmark kernel compiles and is modeled; for the additions and products the
+    FP instructions per operation are the algorithm's operations (the chain has no harness and hoists
+    nothing), in the dtype's pipe only, and the loop adds at most 2.5 other instructions per operation."""
+    _tools_or_skip()
+    cells = [c for c in model.cells((2,), (dtype,)) if c.get("double_word")]
+    funcs = sass.sass(gpu._source(), [c["kernel"] for c in cells])
+    fp, other = ("fp64", "fp32") if dtype == "float64" else ("fp32", "fp64")
+    for c in cells:
+        rec = model.model_cell(c, funcs[c["kernel"]], {})
+        assert "not_modeled" not in rec, (c["kernel"], rec.get("not_modeled"))
+        per = {k: v * 32 for k, v in rec["instructions_per_op"].items()}  # per thread and operation
+        assert rec["bound_tops"]["H100 SXM"] > 0
+        name = c["algorithm"]
+        if name not in DW_ADD_MUL_OPS:
+            assert per[fp] > model.DW_OPS[name]["fp"], name  # + the IEEE division's / square root's sequences
+            continue
+        assert per[fp] == DW_ADD_MUL_OPS[name] - DW_SHARED.get(name, 0), (name, per)
+        assert per[other] == 0 and per["shfl"] == per["vote"] == per["memory"] == per["local"] == 0, name
+        assert per["int"] + per["branch"] <= 2.5, (name, per)  # the loop counter and branch (+ a move)
+
+
+def test_dw_defaults_meet_the_goal_in_the_committed_table():
+    """The section is there; the defaults' bounds follow from their FP64 counts (FP64 pipe: 64 per clock
+    per SM) and meet issue 13's goal (0.8 Tops/s addition, 1.5 multiplication, H100 SXM)."""
+    data = _committed()
+    md = COMMITTED.with_suffix(".md").read_text()
+    assert "## R = 2: double-word kernels beside CCCL fpmp" in md
+    assert data["meta"]["fpmp"]["h100_equivalent_tops"] == {"add": 0.73, "mul": 1.4}
+    d = model.DEVICES["H100 SXM"]
+    for op, name in (("add", "dw_add_accurate"), ("mul", "dw_times_dw1")):
+        r = next(r for r in data["records"] if r.get("algorithm") == name and r["dtype"] == "float64")
+        assert r["default"] and r["operation"] == op
+        n = DW_ADD_MUL_OPS[name]
+        assert r["fp_per_op"] == n and r["bound"]["H100 SXM"]["binding"] == "fp64"
+        assert r["bound_tops"]["H100 SXM"] == pytest.approx(64 / n * d["sms"] * d["clock_hz"] / 1e12)
+        assert r["meets_r2_goal"] is (r["bound_tops"]["H100 SXM"] >= r["goal_h100_tops"]) is True
+        assert f"| {op} | **{name}** (default) |" in md
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_dw_benchmark_chain_stays_finite(dtype):
+    """bench.dw_gpu's inputs are double-words (hi = RN(hi + lo)), and the benchmark's chain of K = 16
+    operations (a = F(b, a); b = F(a, b), as bench::best_dw runs it), run by the CPU twins, stays
+    finite for every R = 2 method: the GPU timing sees no overflow or special-operand slow path."""
+    from bench import dw_gpu
+    from expansions.dw import ALGORITHMS
+    from expansions.dw import cpu as twins
+
+    for _, name in dw_gpu.METHODS:
+        x, y = dw_gpu.inputs(name, 256, dtype)
+        for v in (x, y):
+            assert v.dtype == np.dtype(dtype) and (v[:, 0] + v[:, 1] == v[:, 0]).all(), name
+        f = getattr(twins, name)
+        a, b = (x[:, 0], x[:, 1]), (y[:, 0], y[:, 1])
+        with np.errstate(all="ignore"):
+            for _ in range(16 // 2):
+                if ALGORITHMS[name].operands == ("dw",):
+                    a = f(*f(*a))
+                    b = a
+                else:
+                    a = f(*b, *a)
+                    b = f(*a, *b)
+        assert np.isfinite(b[0]).all() and np.isfinite(b[1]).all(), name
