@@ -432,6 +432,16 @@ class _Walker:
             if m := _PRED_RE.match(ins.operands):
                 state["pred"][m.group(1)] = _base(ins.opcode)
             op = _base(ins.opcode)
+            if op == "VOTE" and m and self._predicated_vote(pc, m.group(1)):
+                # a data-dependent loop's exit test that the compiler if-converted (its last round runs
+                # predicated on the vote, no branch): the same instructions issue either way, so the
+                # mirror's event for it is used up here
+                events = state["events"]
+                while events and events[0] == END:
+                    events.pop(0)
+                if not events:
+                    raise ModelError(f"predicated vote at {ins.offset:#x} with no event left")
+                events.pop(0)
             if pc == self.latch and stop is None:
                 return out, pc
             if op == "BSSY" and ins.target in self.func.labels:
@@ -475,6 +485,20 @@ class _Walker:
                 pc += 1  # a load or store of a group past the end: every group of a steady-state iteration is valid
                 continue
             pc = self._both_sides(pc, target, state, out)
+
+    def _predicated_vote(self, pc: int, pred: str) -> bool:
+        """Whether the predicate vote at ``pc`` guards instructions (predication) and no branch before
+        its predicate is written again or the straight-line code ends."""
+        used = False
+        for ins in self.ins[pc + 1:]:
+            guard = ins.guard.lstrip("@!")
+            if ins.is_branch and ".DIV" not in ins.opcode:
+                return used and guard != pred
+            if guard == pred:
+                used = True
+            if (m := _PRED_RE.match(ins.operands)) and m.group(1) == pred:
+                return used
+        return used
 
     def _latch_taken(self, pc: int, state: dict) -> bool:
         lp = self.by_latch[pc]

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from bench import gpu, model, sass
+from expansions import bounds
 from expansions.cpu import kernels as K
-from expansions.formats import group_width
+from expansions.formats import format_of, group_width
 from expansions.generate import random_terms
 from paper_repro import collange2016
 
@@ -106,6 +107,25 @@ def test_vote_mirrors_return_the_twins_bits(R, dtype):
         np.testing.assert_array_equal(model.renormalize_votes(p, R, model.Votes(G)), K.renormalize(p, R))
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("R", [2, 3, 5])
+def test_newton_vote_mirrors_return_the_twins_bits(R, dtype):
+    """The Newton kernels' mirror (the twin with its products, additions and renormalizations replaced by
+    their mirrors) returns the twin's bits, and records the votes of every step."""
+    from expansions.cpu import newton
+
+    x = random_terms((128,), R, dtype, seed=13)
+    y = random_terms((128,), R, dtype, seed=14)
+    G = 32 // group_width(R)
+    with np.errstate(all="ignore"):
+        for name, want in (("newton_div", newton.div(x, y, R)), ("newton_reciprocal", newton.reciprocal(x, R)),
+                           ("newton_sqrt", newton.sqrt(np.abs(x), R))):
+            votes = model.Votes(G)
+            np.testing.assert_array_equal(model.MIRRORS[name](x, y, R, votes), want)
+            # per step at least: products and renormalizations, each with its votes
+            assert votes.matrix(128 // G).shape[1] >= 3 * len(bounds.newton_steps(R, format_of(dtype)))
+
+
 def _committed():
     if not COMMITTED.exists():
         pytest.skip("bench/results/model_sm90.json not generated (python -m bench.model)")
@@ -119,7 +139,7 @@ def test_committed_table_covers_every_cell():
     assert want <= have
     for r in data["records"]:
         parallel = r["op"] in ("add_safe", "sub_safe", "add_fast", "sub_fast", "mul_truncated", "SafeAdd",
-                               "FastAdd", "TruncMul")
+                               "FastAdd", "TruncMul", "newton_div", "newton_reciprocal", "newton_sqrt")
         if parallel:
             assert "not_modeled" not in r, (r["kernel"], r.get("not_modeled"))
             assert r["floor_total"] > 0 and r["over_floor"] == pytest.approx(r["total_per_op"] / r["floor_total"])

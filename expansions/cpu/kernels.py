@@ -96,7 +96,8 @@ def add_fast(x, y, R):
 
 def _propagate(s, e, R, lane):
     """Twin of ``propagate<T, R, W>`` in ``expansions/cuda/mul.cuh``: ``while any(e != 0)``, at most R rounds,
-    2Sum e into s then shift e up one lane with zero in; groups whose e is zero stand still."""
+    2Sum e into s then shift e up one lane with zero in; groups whose e is zero stand still (the kernel
+    runs them on with the others, which gives these bits: see the kernel's comment)."""
     xp = array_module(s)
     zero = s.dtype.type(0)
     for _ in range(R):

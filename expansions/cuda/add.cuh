@@ -44,9 +44,15 @@ __device__ __forceinline__ T add_safe_group(T x, T y, int lane) {
 
 // Fast addition, Fig. 5: returns this lane's term of x + y in R terms (no error bound under
 // cancellation).  Lane-wise 2Sum of the terms, then at most R-2 steps that shift the errors up one
-// lane and 2Sum them in, a group standing still once its shifted errors are all zero (the loop runs
-// while any group of the warp moves), then a plain addition of the shifted errors.  Input terms
-// beyond R are dropped.  x, y: this lane's input terms (+0 on padding lanes).  Twin: add_fast.
+// lane and 2Sum them in while any group of the warp has a nonzero shifted error on lanes 0..R-1 (one
+// vote per step), then a plain addition of the shifted errors.  Input terms beyond R are dropped.
+// A group whose shifted errors are all zero runs on with the others, with the twin's bits (whose
+// finished groups stand still): a 2Sum error is never -0 (its last operation adds (a - a') and
+// (b - b'), -0 only if both are, which needs a = b = -0 and then a' = -0), so such a group's round
+// is 2Sum(s_l, +0) = (s_l, +0), which changes only s_l = -0 into +0, and the final addition turns
+// -0 + e into +0 + e anyway; non-finite terms stay non-finite (the epilogue replaces them) and the
+// padding lanes (R..W-1) never reach lanes 0..R-1.  x, y: this lane's input terms (+0 on padding
+// lanes).  Twin: add_fast.
 template <class T, int N, int M, int R, int W>
 __device__ __forceinline__ T add_fast_group(T x, T y, int lane) {
     const T zero = T(0);
@@ -57,10 +63,8 @@ __device__ __forceinline__ T add_fast_group(T x, T y, int lane) {
     for (int k = 0; k < R - 2; ++k) {
         const T up = shfl_up<W>(se.lo, 1);
         const T es = lane == 0 ? zero : up;
-        const bool active = group_any<R, W>(es != zero);
-        if (!warp_any(active)) break;
-        const TwoTerms<T> next = two_sum(se.hi, es);
-        if (active) se = next;
+        if (!warp_any((R == W || lane < R) && es != zero)) break;
+        se = two_sum(se.hi, es);
     }
     const T up = shfl_up<W>(se.lo, 1);
     const T s = add_rn(se.hi, lane == 0 ? zero : up);

@@ -10,21 +10,24 @@ namespace expansions {
 
 // Algorithm 2 lines 9-12 (and 13-16): while the errors e of some group are nonzero, 2Sum them into
 // s and shift them up one lane with zero in; at most R rounds (decision 5: the paper's loop never
-// ends on NaN or inf).  A group whose e is zero stands still; the loop runs while any group of the
-// warp moves.  Returns the new (s, e) as (hi, lo).  Twin: _propagate.
+// ends on NaN or inf).  The loop runs while any group of the warp has a nonzero error on lanes
+// 0..R-1 (one vote per round); a group whose errors are all zero runs on with the others: its round
+// 2Sum(s_l, +-0) = (s_l, +0) changes nothing, since s is never -0 here (it starts +0, takes +0
+// shifted in, and RN(a + b) is -0 only for a = b = -0), and its non-finite terms stay non-finite
+// (the epilogue replaces them); its padding lanes (R..W-1) never reach lanes 0..R-1.  So the bits
+// are those of the twin, whose finished groups stand still.  Unrolled by 2 or 4 (issue 13: the
+// register moves and the loop's counter, compare and branch then come once per 2 or 4 rounds).
+// Returns the new (s, e) as (hi, lo).  Twin: _propagate.
 template <class T, int R, int W>
 __device__ __forceinline__ TwoTerms<T> propagate(T s, T e, int lane) {
     const T zero = T(0);
-#pragma unroll 1
+#pragma unroll (R % 4 == 0 && R > 4 ? 4 : (R % 2 == 0 ? 2 : 1))  // a divisor of R: no remainder rounds
     for (int k = 0; k < R; ++k) {
-        const bool active = group_any<R, W>(e != zero);
-        if (!warp_any(active)) break;
+        if (!warp_any((R == W || lane < R) && e != zero)) break;
         const TwoTerms<T> next = two_sum(s, e);
         const T up = shfl_up<W>(next.lo, 1);
-        if (active) {
-            s = next.hi;
-            e = lane == 0 ? zero : up;
-        }
+        s = next.hi;
+        e = lane == 0 ? zero : up;
     }
     return {s, e};
 }
