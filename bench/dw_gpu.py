@@ -89,3 +89,57 @@ def measure(name: str, dtype: str = "float64", quick: bool = False) -> dict:
             "best_shape": [best["blocks"], best["threads"]], "registers": fn.num_regs,
             "blocks_per_sm": best["blocks_per_sm"], "device": facts["name"], "shapes": results}
 
+
+
+def main(argv=None) -> int:
+    """``python -m bench.dw_gpu --out FOLDER [--quick]``: every R = 2 method, float64 and float32,
+    measured on the GPU, beside the instruction model's bound of its cell (the committed
+    bench/results/model_sm90.json, the device's column): ``r2_measured.json`` and ``.md`` in FOLDER.
+    Exit status 2 without a GPU."""
+    import argparse
+    import json
+    import sys
+    from pathlib import Path
+
+    from expansions import backends, cuda
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    if not cuda.available():
+        print("no CUDA GPU visible to CuPy")
+        return 2
+    model_json = Path(__file__).resolve().parent / "results" / "model_sm90.json"
+    bounds = {(r["kernel"], r["dtype"]): r.get("bound") for r in json.loads(model_json.read_text())["records"]
+              if r.get("source") == "bench" and r["R"] == 2}
+    rows = []
+    for op, name in METHODS:
+        for dtype in ("float64", "float32"):
+            rec = measure(name, dtype, quick=args.quick) | {"operation": op}
+            dev = "H200" if "H200" in str(rec.get("device", "")) else "H100 SXM"
+            bound = (bounds.get((name_expression(name, dtype), dtype)) or {}).get(dev)
+            if bound and rec.get("mops"):
+                rec |= {"model_device": dev, "model_mops": bound["mops"],
+                        "measured_over_bound": rec["mops"] / bound["mops"]}
+            rows.append(rec)
+            ratio = rec.get("measured_over_bound")
+            print(f"{name} {dtype}: {rec.get('mops', float('nan')):.4g} Mop/s"
+                  + (f", {ratio:.2f} of the model's bound" if ratio else ""), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = "python -m bench.dw_gpu " + " ".join(sys.argv[1:] if argv is None else argv)
+    meta = {"environment": backends.gpu_environment(), "command": command}
+    text = json.dumps({"meta": meta, "records": rows}, indent=1, default=str)
+    (args.out / "r2_measured.json").write_text(text + "\n")
+    lines = ["# R = 2 double-word kernels measured (bench.dw_gpu) beside the instruction model's bound", "",
+             "| operation | algorithm | dtype | measured Mop/s | model bound Mop/s | measured / bound |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['operation']} | {r['name']} | {r['dtype']} | {r.get('mops', float('nan')):.4g} | "
+                     f"{r.get('model_mops', float('nan')):.4g} | {r.get('measured_over_bound', float('nan')):.2f} |")
+    (args.out / "r2_measured.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

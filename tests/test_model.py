@@ -340,3 +340,24 @@ def test_dw_benchmark_chain_stays_finite(dtype):
                     a = f(*b, *a)
                     b = f(*a, *b)
         assert np.isfinite(b[0]).all() and np.isfinite(b[1]).all(), name
+
+
+def test_dw_gpu_puts_the_committed_bound_beside_the_measurement(tmp_path, monkeypatch):
+    """The runbook's R = 2 measurement (bench.dw_gpu, GPU-only) with its timing replaced: each record gets
+    the committed model bound of its cell, for the device the run names."""
+    from bench import dw_gpu
+    from expansions import backends, cuda
+
+    data = _committed()
+    monkeypatch.setattr(cuda, "available", lambda: True)
+    monkeypatch.setattr(backends, "gpu_environment", lambda: {"device": "stand-in"})
+    monkeypatch.setattr(dw_gpu, "measure", lambda name, dtype, quick=False: {
+        "name": name, "dtype": dtype, "mops": 1000.0, "device": "NVIDIA H200"})
+    assert dw_gpu.main(["--out", str(tmp_path), "--quick"]) == 0
+    rows = json.loads((tmp_path / "r2_measured.json").read_text())["records"]
+    assert len(rows) == 2 * len(dw_gpu.METHODS)
+    kernel = dw_gpu.name_expression("dw_add_accurate", "float64")
+    want = next(r for r in data["records"] if r["kernel"] == kernel and r["dtype"] == "float64")["bound"]["H200"]
+    got = next(r for r in rows if r["name"] == "dw_add_accurate" and r["dtype"] == "float64")
+    assert got["model_device"] == "H200" and got["measured_over_bound"] == pytest.approx(1000.0 / want["mops"])
+    assert "dw_add_accurate" in (tmp_path / "r2_measured.md").read_text()

@@ -15,7 +15,8 @@ Phases, most important first (``all``, the default, runs them in this order):
 ``characterize`` ``python -m paper_repro.seed004_gpu``: seed 004's latencies and throughputs (Tables IV,
                 V, IX) beside the thesis's figures -> seed004_gpu.md, seed004_gpu.json
 ``model``       ``python -m bench.model --measured``: the instruction model's bound beside the measured
-                Mop/s (when bench/model.py exists), then ncu on the three worst cells
+                Mop/s (when bench/model.py exists), then ncu on the three worst cells; then
+                ``python -m bench.dw_gpu --quick``: the R = 2 double-word kernels measured beside their bound
 ==============  ==================================================================================
 
 Every phase writes into OUT/<phase>/ and records the environment (device, driver, CuPy, NVRTC,
@@ -79,7 +80,8 @@ def _plan(phase: str, out: Path) -> tuple[list[list[str]], str | None]:
         if not (ROOT / "bench" / "model.py").exists():
             return [], "bench/model.py (the instruction model) is not in this tree"
         return [py + ["-m", "bench.model", "--measured", str(out.parent / "tables" / "results.json"),
-                      "--out", str(out), "--ncu-worst", "3"]], gpu
+                      "--out", str(out), "--ncu-worst", "3"],
+                py + ["-m", "bench.dw_gpu", "--out", str(out), "--quick"]], gpu
     raise ValueError(f"unknown phase {phase!r}: one of {', '.join(PHASES)}")
 
 
