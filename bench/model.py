@@ -90,6 +90,8 @@ STREAM_COUNT = 1 << 15
 #: At most this many warp-iterations are walked per cell (all of them when they have fewer
 #: distinct vote sequences); the mean is over the sample, chosen with a fixed seed.
 SAMPLE = 256
+#: The Newton kernels' walks are long (every step's products, additions and renormalizations): fewer.
+NEWTON_SAMPLE = 32
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,17 +487,18 @@ def model_cell(cell: dict, func, figures: dict) -> dict:
             seqs = vote_sequences(votes_op, cell["dtype"], cell["R"], cell["kind"] == "best", renorm, floor)
             uniq, inverse = np.unique(seqs, axis=0, return_inverse=True)
             inverse = np.asarray(inverse).reshape(-1)
-            if len(uniq) <= SAMPLE:
+            sample = NEWTON_SAMPLE if cell["op"].startswith("newton_") else SAMPLE
+            if len(uniq) <= sample:
                 picks, weights = np.arange(len(uniq)), np.bincount(inverse, minlength=len(uniq))
             else:
-                chosen = np.random.default_rng(0).choice(len(seqs), SAMPLE, replace=False)
+                chosen = np.random.default_rng(0).choice(len(seqs), sample, replace=False)
                 picks, weights = np.unique(inverse[chosen], return_counts=True)
             walks = [(sass.counts(_walk(func, _events(uniq[p]), cell, info)), w) for p, w in zip(picks, weights)]
             total = sum(w for _, w in walks)
             per_iter = {c: sum(cnt[c] * w for cnt, w in walks) / total for c in sass.CLASSES}
             checks = (seqs >= 0).sum(axis=1)
             rec["votes"] = {"warp_iterations": int(len(seqs)), "distinct": int(len(uniq)),
-                            "walked": int(len(picks)), "sampled": bool(len(uniq) > SAMPLE),
+                            "walked": int(len(picks)), "sampled": bool(len(uniq) > sample),
                             "mean_checks": float(checks.mean()), "max_checks": int(checks.max())}
         else:
             per_iter = sass.counts(sass.walk(func, kind=cell["kind"], info=info))
@@ -582,7 +585,8 @@ def meta(argv) -> dict:
                 timespec="seconds"), "commit": commit, "command": " ".join(["python -m bench.model", *argv]),
             "rates_per_sm_clock": RATES, "devices": DEVICES, "goal_over_k40": GOAL_OVER_K40, "fpmp": FPMP,
             "inputs": {"best": {"blocks": BEST_BLOCKS, "threads": BEST_THREADS, "K": BEST_K, "seeds": [3, 4]},
-                       "stream": {"count": STREAM_COUNT, "seeds": [1, 2]}, "sample": SAMPLE}}
+                       "stream": {"count": STREAM_COUNT, "seeds": [1, 2]}, "sample": SAMPLE,
+                       "newton_sample": NEWTON_SAMPLE}}
 
 
 def _fmt(v, digits=3):

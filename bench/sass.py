@@ -409,10 +409,18 @@ class _Walker:
     def __init__(self, func: Function, kind: str, per_lane: str, max_steps: int):
         self.func = func
         self.ins = func.instructions
-        all_loops = loops(func)
-        self.head, self.latch = steady_loop(func, kind)
-        self.data_loops = {lp for lp in all_loops if _votes_directly_in(func, lp, all_loops)}
-        self.by_latch = {lp[1]: lp for lp in all_loops}
+        # what depends on the code only is computed once per function and kind (a cell walks its
+        # function once per distinct vote sequence)
+        cache = func.__dict__.setdefault("_walk_cache", {})
+        if kind not in cache:
+            all_loops = loops(func)
+            cache[kind] = {"steady": steady_loop(func, kind),
+                           "data_loops": {lp for lp in all_loops if _votes_directly_in(func, lp, all_loops)},
+                           "by_latch": {lp[1]: lp for lp in all_loops}, "predicated": {}, "trips": {}}
+        c = cache[kind]
+        self.head, self.latch = c["steady"]
+        self.data_loops, self.by_latch = c["data_loops"], c["by_latch"]
+        self._predicated, self._trips = c["predicated"], c["trips"]
         self.per_lane = per_lane
         self.per_lane_branches = 0
         self.steps = max_steps
@@ -489,6 +497,11 @@ class _Walker:
     def _predicated_vote(self, pc: int, pred: str) -> bool:
         """Whether the predicate vote at ``pc`` guards instructions (predication) and no branch before
         its predicate is written again or the straight-line code ends."""
+        if (pc, pred) not in self._predicated:
+            self._predicated[(pc, pred)] = self._scan_predicated(pc, pred)
+        return self._predicated[(pc, pred)]
+
+    def _scan_predicated(self, pc: int, pred: str) -> bool:
         used = False
         for ins in self.ins[pc + 1:]:
             guard = ins.guard.lstrip("@!")
@@ -509,7 +522,13 @@ class _Walker:
             return True
         trips = state["trips"]
         if lp not in trips:
-            trips[lp] = [state["counted"].pop(0) if state["counted"] else counted_trips(self.func, lp), 1]
+            if state["counted"]:
+                n = state["counted"].pop(0)
+            else:
+                if lp not in self._trips:
+                    self._trips[lp] = counted_trips(self.func, lp)
+                n = self._trips[lp]
+            trips[lp] = [n, 1]
         taken = trips[lp][1] < trips[lp][0]
         trips[lp][1] += 1
         if not taken:
