@@ -185,9 +185,10 @@ def _propagate_votes(s, e, R, lane, votes: Votes):
         live = votes.check(act, live)
         if not live.any():
             break
-        # 2Sum, the errors shifted up; the errors of round R are never used (the callers keep s), and
-        # the compiler drops that shift where it unrolls the last round: not charged to the floor
-        votes.cost(live, fp=6, shfl=1 if k < R - 1 else 0)
+        # 2Sum, the errors shifted up; the errors of round R are never used (the callers keep s), so
+        # the algorithm's own work there is the sum alone (the compiler drops the rest where it unrolls
+        # the last round)
+        votes.cost(live, fp=6, shfl=1) if k < R - 1 else votes.cost(live, fp=1)
         ns, ne = two_sum(s, e)
         ne = np.where(lane == 0, zero, shfl_up(ne, 1))
         s = np.where(act[:, None], ns, s)

@@ -23,9 +23,10 @@ Why the results are the twin's, bit for bit:
 * the twin's selects (``where``) become branches that pick the same value.
 
 :func:`dw_binary` and :func:`dw_unary` are the fused entry points for the library's dispatch: (count,
-2) arrays in, the (count, 2) result out, with the non-finite rule of ``_double_word`` in
-``expansions/core.py`` applied in the same loop (the leading-term IEEE result decides, a NaN leading
-result gives (NaN, 0)); they equal ``_double_word`` on the CPU bit for bit.
+2) arrays in, the (count, 2) result out, with the library's non-finite rule
+(``_double_word_finish`` in ``expansions/backends.py``) applied in the same loop (the leading-term
+IEEE result decides, a NaN leading result gives (NaN, 0)); they equal the twins backend's
+``dw_binary`` / ``dw_unary`` bit for bit.
 """
 
 from __future__ import annotations
@@ -801,9 +802,8 @@ def _dw_run(name, kind, x, y):
 
 def dw_binary(name: str, x, y):
     """The double-word algorithm ``name`` (a key of :data:`BINARY`) on (count, 2) arrays ``x`` and ``y``,
-    then the non-finite rule: equal bit for bit to ``_double_word(kind, name, x, y)`` of
-    ``expansions/core.py`` on the CPU (``kind`` the algorithm's operation; a subtraction is an
-    addition of ``-y``)."""
+    then the non-finite rule: equal bit for bit to ``backends.cpu.dw_binary(name, kind, x, y)`` (``kind``
+    the algorithm's operation; a subtraction is an addition of ``-y``)."""
     if name not in BINARY:
         raise ValueError(f"unknown double-word algorithm {name!r}; expected one of {sorted(BINARY)}")
     x, y = _pairs(name, x, y)
@@ -812,7 +812,7 @@ def dw_binary(name: str, x, y):
 
 def dw_unary(name: str, x):
     """The double-word square root (``name`` = ``'dw_sqrt'``) of the (count, 2) array ``x``, then the
-    non-finite rule: equal bit for bit to ``_double_word('sqrt', 'dw_sqrt', x)`` on the CPU."""
+    non-finite rule: equal bit for bit to ``backends.cpu.dw_unary('dw_sqrt', x)``."""
     if name != "dw_sqrt":
         raise ValueError(f"unknown unary double-word algorithm {name!r}; expected 'dw_sqrt'")
     (x,) = _pairs(name, x)
