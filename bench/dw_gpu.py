@@ -10,12 +10,17 @@ defaults :data:`expansions.dispatch.R2_DEFAULTS`), each a functor of ``expansion
 
 from __future__ import annotations
 
+import argparse
 import functools
+import json
 import statistics
+import sys
+from pathlib import Path
 
 import numpy as np
 
 from bench import gpu
+from expansions import backends, cuda
 from expansions.cuda import dw_kernels
 from expansions.dispatch import R2_DEFAULTS, R2_METHODS
 from expansions.dw import ALGORITHMS
@@ -96,13 +101,6 @@ def main(argv=None) -> int:
     measured on the GPU, beside the instruction model's bound of its cell (the committed
     bench/results/model_sm90.json, the device's column): ``r2_measured.json`` and ``.md`` in FOLDER.
     Exit status 2 without a GPU."""
-    import argparse
-    import json
-    import sys
-    from pathlib import Path
-
-    from expansions import backends, cuda
-
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--quick", action="store_true")

@@ -49,6 +49,7 @@ import numpy as np
 
 from bench import baselines_gpu, dw_gpu, gpu, sass
 from expansions.cpu import kernels as K
+from expansions.cpu import newton as N
 from expansions.cpu.eft import two_prod, two_sum
 from expansions.cpu.lanes import group_any, shfl, shfl_down, shfl_up
 from expansions.cuda import build
@@ -290,8 +291,6 @@ def _newton_votes(name: str):
     """The Newton kernel ``newton_<name>`` (newton.cuh) as its twin :mod:`expansions.cpu.newton` runs it,
     with every truncated product, safe addition and renormalization replaced by its mirror above (the
     kernel calls the same group functions, in the twin's order): its votes and its floor."""
-    from expansions.cpu import newton as N
-
     def run(x, y, R, votes: Votes):
         saved = N.add_safe, N.mul_truncated, N.renormalize
         N.add_safe = lambda a, b, r: add_safe_floor(a, b, r, votes)

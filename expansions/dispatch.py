@@ -13,24 +13,15 @@ from __future__ import annotations
 from functools import partial
 
 from .backends import Backend, xp_of
+from .dw import R2_DEFAULTS, R2_METHODS
 
 ADD_METHODS = ("safe", "fast")
 MUL_METHODS = ("truncated",)
 DIV_METHODS = ("newton",)
 SQRT_METHODS = ("newton",)
 
-# R = 2: the double-word algorithms (expansions.dw) selectable by name, and the default of each
-# operation: the fastest algorithm with a proven bound, as measured by `python -m bench.r2_defaults`
-# (bench/results/r2_defaults_cpu-x86_64.md: on the CPU, Algorithm 6 adds 7x faster than the safe
-# parallel addition with a 10x tighter bound, Algorithm 10 is the fastest product and Algorithm 17
-# the fastest quotient, for float64 and float32 alike).  To be measured again on a GPU.
-R2_METHODS = {
-    "add": ("dw_add_accurate", "dw_add_sloppy", "qd_add_ieee", "qd_add_sloppy", "dg_add22"),
-    "mul": ("dw_times_dw1", "dw_times_dw2", "dw_times_dw3", "dg_mul22", "ww_mul"),
-    "div": ("dw_div_dw1", "dw_div_dw2", "dw_div_dw3", "ww_div"),
-    "sqrt": ("dw_sqrt",),
-}
-R2_DEFAULTS = {"add": "dw_add_accurate", "mul": "dw_times_dw1", "div": "dw_div_dw2", "sqrt": "dw_sqrt"}
+# R = 2: the double-word algorithms selectable by name and the defaults, R2_METHODS and R2_DEFAULTS,
+# are defined in expansions.dw (beside the algorithms' table) and used here.
 
 _GENERAL = {"add": ADD_METHODS, "mul": MUL_METHODS, "div": DIV_METHODS, "sqrt": SQRT_METHODS}
 _WHAT = {"add": "addition", "mul": "multiplication", "div": "division", "sqrt": "square root"}

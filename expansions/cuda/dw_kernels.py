@@ -6,7 +6,7 @@ R = 2 -- and floats (count,).  :data:`KERNEL_ALGORITHMS` lists the algorithms of
 and the entry point is chosen by its operand kinds, so instances come from this one table.
 
 :func:`operation` is what the library's ``+ - * /`` and ``sqrt`` launch at R = 2 (the algorithms of
-:data:`expansions.dispatch.R2_METHODS`): one ``dw_operation`` kernel that applies the algorithm, the
+:data:`expansions.dw.R2_METHODS`): one ``dw_operation`` kernel that applies the algorithm, the
 library's non-finite rule and the renormalization in registers (issue 13: one launch per operation),
 with the bits of the algorithm's kernel followed by the rule and ``renormalize`` (its twin, the
 composition :func:`expansions.dispatch.run` runs on the CPU backends).
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dw import ALGORITHMS
+from ..dw import ALGORITHMS, R2_METHODS
 from . import build
 
 CTYPES = build.CTYPES
@@ -49,9 +49,7 @@ KINDS = {"add": 0, "mul": 1, "div": 2, "sqrt": 3}
 
 def library_algorithms() -> dict:
     """{algorithm name: operation} of the algorithms the library's dispatch runs at R = 2
-    (:data:`expansions.dispatch.R2_METHODS`)."""
-    from ..dispatch import R2_METHODS  # the dispatch imports the backends, which import this module
-
+    (:data:`expansions.dw.R2_METHODS`, which the dispatch uses)."""
     return {name: op for op, names in R2_METHODS.items() for name in names}
 
 
