@@ -16,13 +16,12 @@ from __future__ import annotations
 import ctypes
 import re
 import shutil
-import subprocess
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import emulated_library
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +30,6 @@ from expansions.cpu import kernels as twin
 from expansions.cpu.eft import two_sum
 from expansions.cuda import dw_kernels
 
-HERE = Path(__file__).resolve().parent
 UINT = {"float64": np.uint64, "float32": np.uint32}
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
 
@@ -104,12 +102,7 @@ def emu(tmp_path_factory):
         lines.append(f'extern "C" void emu_pair_{dtype}(const {ct}* x, const {ct}* y, {ct}* o, long long n) '
                      f"{{ for (long long i = 0; i < n; ++i) {{ const auto z = expansions::renormalize_pair<{ct}>("
                      f"{{x[2 * i], x[2 * i + 1]}}); o[2 * i] = z.hi; o[2 * i + 1] = z.lo; }} }}")
-    d = tmp_path_factory.mktemp("emu_dw_operation")
-    src, so = d / "emu_dw_operation.cpp", d / "libemu_dw_operation.so"
-    src.write_text("\n".join(lines) + "\n")
-    subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
-                    f"-I{HERE / 'emulation'}", str(src), "-o", str(so)], check=True, capture_output=True)
-    lib = ctypes.CDLL(str(so))
+    lib = emulated_library("\n".join(lines) + "\n", tmp_path_factory.mktemp("emu_dw_operation"), "emu_dw_operation")
     out = {expr: getattr(lib, f"emu_op{k}") for k, expr in enumerate(exprs)}
     out.update({f"renormalize_pair {d}": getattr(lib, f"emu_pair_{d}") for d in ("float64", "float32")})
     return out

@@ -6,7 +6,7 @@
 // explicit rounding intrinsics of eft.cuh (the twins emulate the FMA; the GPU has one).
 #pragma once
 
-#include "renorm.cuh"  // eft.cuh, and the non-finite rule and sort keys of the library
+#include "expansion.cuh"  // eft.cuh, and the bit tests of the library's non-finite rule
 
 namespace expansions {
 

@@ -38,8 +38,8 @@ def name_expression(name: str, dtype: str) -> str:
 
 @functools.cache
 def source() -> str:
-    """dw.cuh with its includes inlined (eft.cuh, lanes.cuh, expansion.cuh, renorm.cuh): one text,
-    no include path needed."""
+    """dw.cuh with its includes inlined (eft.cuh, lanes.cuh, expansion.cuh): one text, no include
+    path needed."""
     return build.source("dw.cuh")
 
 
