@@ -26,10 +26,12 @@ terms: QD takes them as they are (correctly rounded expansions are QD's normaliz
 values are the same), MPFR takes their exact sum rounded once to 53 R bits (``mpfr_sum``).
 
 Timing.  Mop/s = elements / second / 10^6, the median of ``--repeats`` timed calls.  Each cell is
-sized first: one untimed call on 64 elements (the library compiles there), then calls on 1000
-elements and up, at most 16x more a step, until one call on the count takes about ``--budget``
-seconds or the count reaches ``--n``; the repeats then run on that count (recorded per cell, with
-the sizing calls' times).  The C++ program sizes its cells the same way.
+sized first: one untimed call on 64 elements (the library compiles there), then calls from 64
+elements up, at most 16x more a step, until one call on the count takes about ``--budget`` seconds
+or the count reaches ``--n``; the repeats then run on that count, fewer where one call on 64
+elements already takes more than twice the budget (``repeats * budget / seconds``, at least one).  The
+counts, the sizing calls' times and every timed call are recorded per cell.  The C++ program sizes
+its cells the same way.
 
 * One core: the library with ``numba.set_num_threads(1)`` (its NumPy steps are single threaded);
   the peers are plain loops in one thread (no parallel region is entered).
@@ -139,13 +141,14 @@ def public(op: str, x, y, p):
 # timing (the C++ program sizes its cells by the same rule)
 
 
-def measure(make, n: int, repeats: int, budget: float, start: int = 1000, warm: int = 64) -> dict:
-    """Time ``make(k)()`` for a count k <= n: one untimed call on ``warm`` elements (compiles), calls
-    on ``start`` elements and up (at most 16x a step) until a call takes about ``budget`` seconds or
-    k = n, then ``repeats`` timed calls on k.  Returns n (= k), mops (of the median), seconds,
-    sizing_seconds."""
+def measure(make, n: int, repeats: int, budget: float, start: int = 64) -> dict:
+    """Time ``make(k)()`` for a count k <= n: one untimed call on ``start`` elements (the library
+    compiles there), then sizing calls from ``start`` elements up, at most 16x a step, until a call
+    takes about ``budget`` seconds or k = n; then ``repeats`` timed calls on k, fewer where one call
+    takes more than twice ``budget`` (:func:`repeats_within`).  Returns n (= k), mops
+    (of the median), seconds, sizing_seconds."""
     with np.errstate(all="ignore"):
-        make(min(n, warm))()
+        make(min(n, start))()
         k = min(n, start)
         sizing = [_seconds(make(k))]
         while k < n:
@@ -155,8 +158,15 @@ def measure(make, n: int, repeats: int, budget: float, start: int = 1000, warm: 
             k = nxt
             sizing.append(_seconds(make(k)))
         f = make(k)
-        secs = [_seconds(f) for _ in range(repeats)]
+        secs = [_seconds(f) for _ in range(repeats_within(repeats, budget, sizing[-1]))]
     return {"n": k, "mops": k / statistics.median(secs) / 1e6, "seconds": secs, "sizing_seconds": sizing}
+
+
+def repeats_within(repeats: int, budget: float, seconds: float) -> int:
+    """The timed calls of a cell whose one call takes ``seconds``: ``repeats``, or where a call takes
+    more than twice ``budget``, ``repeats * budget / seconds`` (at least one): such a cell takes about
+    ``repeats * budget``."""
+    return repeats if seconds <= 2 * budget else max(1, min(repeats, int(repeats * budget / seconds)))
 
 
 def _seconds(f) -> float:
@@ -450,8 +460,8 @@ def run_terms(R: int, args, peers: dict, threads: int, log) -> dict:
             f = make(op)(cell["n"])
             numba.set_num_threads(threads)
             with np.errstate(all="ignore"):
-                f()
-                secs = [_seconds(f) for _ in range(args.repeats)]
+                secs = [_seconds(f)]  # the first call on all threads, untimed
+                secs = [_seconds(f) for _ in range(repeats_within(args.repeats, args.budget, secs[0]))]
             numba.set_num_threads(1)
             mops_all = cell["n"] / statistics.median(secs) / 1e6
             out["all_cores"].append({"R": R, "op": op, "n": cell["n"], "threads": threads, "mops_1t": cell["mops"],
@@ -498,6 +508,27 @@ def _f(v) -> str:
     return "-" if v is None else f"{v:.3g}"
 
 
+SUMMARY_GROUPS = (("add", "mul", "div", "sqrt"), ("exp", "log", "sin"))
+
+
+def summary(res: dict, terms, ops) -> list[str]:
+    """The compact table (the README's): per R and group of operations, Mop/s on one core of the
+    library, QD and MPFR, slash-separated."""
+    mops = {(c["R"], c["op"], "expansions"): c["mops"] for c in res["one_core"]}
+    mops.update({(c["R"], c["op"], c["lib"]): c["mops"] for c in res["peers"]})
+    lines = ["| R (bits) | op | expansions | QD | MPFR |", "|---|---|---|---|---|"]
+    for R in terms:
+        for group in SUMMARY_GROUPS:
+            g = [op for op in group if op in ops]
+            if not g:
+                continue
+            cols = [" / ".join(_f(mops.get((R, op, who))) for op in g) for who in ("expansions", "qd", "mpfr")]
+            if R not in QD_TERMS:
+                cols[1] = "-"
+            lines.append(f"| {R} ({53 * R}) | {' / '.join(g)} | " + " | ".join(cols) + " |")
+    return lines
+
+
 def markdown(res: dict, meta: dict) -> str:
     """The results as Markdown: header, one-core table with ratios, all cores, goals, sanity."""
     one = {(c["R"], c["op"]): c for c in res["one_core"]}
@@ -526,6 +557,7 @@ def markdown(res: dict, meta: dict) -> str:
         f"{meta['spread_max']:.1%} (the machine: {meta['cores']} cores shared with other work unless stated).", ""]
     for note in res["notes"]:
         lines.append(f"- Note: {note}")
+    lines += ["", "## Summary: one core, Mop/s", "", *summary(res, terms, ops)]
     cols = ["expansions", "QD", "QD ieee add", "MPFR", "expansions / QD", "expansions / MPFR"]
     lines += ["", "## One core, Mop/s", "", "| R | bits | op | " + " | ".join(cols) + " |",
               "|---|---|---|" + "---|" * len(cols)]

@@ -156,6 +156,7 @@ def test_markdown_tables_ratios_verdicts_and_explanations(tmp_path, monkeypatch)
     assert "1 met, 2 missed, 1 not measured" in md
     assert "| 2 | add | QD | 2 | 105 | 79.5 | yes |" in md
     assert "- Note: QD ieee add skipped: synthetic" in md
+    assert "| 2 (106) | add | 5 | 200 | - |" in md and "| 2 (106) | exp | 0.03 | - | 0.25 |" in md
 
 
 def test_main_writes_json_md_log(tmp_path, monkeypatch):
@@ -279,7 +280,9 @@ def test_measure_sizes_cells_by_the_budget():
     assert 1000 <= cell["n"] <= 4000 and len(cell["seconds"]) == 3 and cell["sizing_seconds"]
     assert cell["mops"] == pytest.approx(cell["n"] / np.median(cell["seconds"]) / 1e6)
     fast = N.measure(lambda k: (lambda: None), 10**5, 2, 0.02)
-    assert fast["n"] == 10**5 and len(fast["sizing_seconds"]) == 3  # 1000, 16000, 100000
+    assert fast["n"] == 10**5 and len(fast["sizing_seconds"]) == 4  # 64, 1024, 16384, 100000
+    slow = N.measure(lambda k: (lambda: time.sleep(0.01)), 10**5, 5, 0.0045)  # 10 ms whatever the count
+    assert slow["n"] == 64 and len(slow["seconds"]) == 2  # 5 * 0.0045 / 0.01 calls
 
 
 def test_program_sizes_cells_by_the_budget(built, tmp_path):
@@ -287,5 +290,5 @@ def test_program_sizes_cells_by_the_budget(built, tmp_path):
     N.write_terms(tmp_path, x, y, p)
     (small,) = N.run_peers(built["binary"], 16, tmp_path, 5000, ["mpfr"], ["sin"], 2, 1e-4, 0, 1, lambda s: None)
     (full,) = N.run_peers(built["binary"], 16, tmp_path, 5000, ["mpfr"], ["add"], 2, 10.0, 0, 1, lambda s: None)
-    assert small["n"] == 1000 and len(small["sizing_seconds"]) == 1 and len(small["seconds"]) == 2
-    assert full["n"] == 5000 and len(full["sizing_seconds"]) == 2
+    assert small["n"] == 64 and len(small["sizing_seconds"]) == 1 and len(small["seconds"]) == 1
+    assert full["n"] == 5000 and len(full["sizing_seconds"]) == 3 and len(full["seconds"]) == 2

@@ -11,7 +11,9 @@
 //   ops      comma-separated: add, sub, mul, div, sqrt, exp, log, sin
 //   repeats  timed calls after the sizing calls; the median is reported
 //   budget   seconds: where a call on n elements would take longer, fewer elements are timed (the
-//            sizing calls grow the count at most 16x a step from 1000 until one call takes ~budget)
+//            sizing calls grow the count at most 16x a step from 64 until one call takes ~budget),
+//            and fewer repeats where a call on 64 elements takes more than twice the budget
+//            (repeats * budget / seconds, at least one)
 //   check    results of the first `check` elements printed exactly (QD: its doubles as %a; MPFR:
 //            mpfr_get_str base 16), for the sanity check against the library
 //   threads  OpenMP threads of the timed loops (1: one core, no parallel region entered)
@@ -98,10 +100,10 @@ struct Timing {
   std::vector<double> sizing;  // the sizing calls' seconds (the first is the warm-up)
 };
 
-// the sizing rule described above, then `repeats` timed calls on the chosen count
+// the sizing rule described above (bench/native.py's measure), then the timed calls on the chosen count
 Timing measure(const std::function<void(long)> &run, long n, int repeats, double budget) {
   Timing t;
-  long k = std::min(n, 1000L);
+  long k = std::min(n, 64L);
   double s = seconds_of(run, k);
   t.sizing.push_back(s);
   while (k < n) {
@@ -113,7 +115,8 @@ Timing measure(const std::function<void(long)> &run, long n, int repeats, double
     t.sizing.push_back(s);
   }
   t.n = k;
-  for (int r = 0; r < repeats; ++r) t.seconds.push_back(seconds_of(run, k));
+  int calls = s <= 2 * budget ? repeats : std::max(1, std::min(repeats, (int)(repeats * budget / s)));
+  for (int r = 0; r < calls; ++r) t.seconds.push_back(seconds_of(run, k));
   return t;
 }
 
