@@ -65,6 +65,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -614,6 +615,19 @@ def markdown(res: dict, meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+META = ("command", "date", "environment", "versions", "cpu", "cores", "args", "load_before", "load_after",
+        "spread_median", "spread_max")
+
+
+def render(path: Path) -> int:
+    """Rewrite the .md beside a results .json from its data (and today's explanations.json)."""
+    data = json.loads(path.read_text())
+    meta = {k: data[k] for k in META}
+    path.with_suffix(".md").write_text(markdown({k: v for k, v in data.items() if k not in META}, meta))
+    print(f"wrote {path.with_suffix('.md')}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
@@ -631,7 +645,11 @@ def main(argv=None) -> int:
     ap.add_argument("--cache-dir", default=None, help="where the peers' program is built (default: "
                     "$EXPANSIONS_CACHE_DIR/bench_native or ~/.cache/expansions/bench_native)")
     ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--render", metavar="JSON", default=None,
+                    help="only rewrite the .md beside a results .json (e.g. after filling explanations.json)")
     args = ap.parse_args(argv)
+    if args.render:
+        return render(Path(args.render))
     if args.quick:
         args.n, args.n_all, args.repeats, args.budget = 10_000, 100_000, 3, 0.05
         if "--terms" not in (argv if argv is not None else sys.argv[1:]):
@@ -647,7 +665,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"native_cpu-{platform.machine()}"
-    command = ("python -m bench.native " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    command = ("python -m bench.native " + shlex.join(argv if argv is not None else sys.argv[1:])).strip()
     with open(f"{stem}.log", "w") as logfile:
         def log(line: str) -> None:
             print(line, flush=True)

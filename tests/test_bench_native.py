@@ -165,13 +165,21 @@ def test_main_writes_json_md_log(tmp_path, monkeypatch):
     assert N.main(["--terms", "2", "--ops", "add,exp", "--out", str(tmp_path), "--note", "a note"]) == 0
     (md,) = tmp_path.glob("native_cpu-*.md")
     data = json.loads(md.with_suffix(".json").read_text())
-    assert data["command"] == "python -m bench.native --terms 2 --ops add,exp --out " + str(tmp_path) + " --note a note"
+    assert data["command"] == f"python -m bench.native --terms 2 --ops add,exp --out {tmp_path} --note 'a note'"
     assert data["args"]["terms"] == [2] and data["args"]["ops"] == ["add", "exp"] and data["args"]["n"] == 100_000
     assert {"cpu", "cores", "versions", "environment", "load_before", "goals", "scaling", "checks"} <= set(data)
     assert data["goals"][0]["status"] == "missed"
     log = md.with_suffix(".log").read_text()
     assert "a raw line" in log and log.startswith("$ python -m bench.native")
     assert "**a note**" in md.read_text()
+    # the .md again from the .json, with an explanation filled in since
+    expl = tmp_path / "explanations.json"
+    expl.write_text(json.dumps({"2 add qd": "scalar code, 300 instructions per element"}))
+    monkeypatch.setattr(N, "EXPLANATIONS", expl)
+    before = md.read_text()
+    assert N.main(["--render", str(md.with_suffix(".json"))]) == 0
+    after = md.read_text()
+    assert after != before and after.replace("scalar code, 300 instructions per element", "not yet measured") == before
 
 
 def test_bad_options_are_refused(tmp_path):
