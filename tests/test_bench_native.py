@@ -278,19 +278,26 @@ def test_no_compiler_skips_both_peers(monkeypatch, tmp_path):
     assert info["reasons"]["mpfr"] == info["reasons"]["qd"]
 
 
-def test_measure_sizes_cells_by_the_budget():
-    import time
+def test_measure_sizes_cells_by_the_budget(monkeypatch):
+    """The sizing rule on a model clock: a call on k elements takes ``cost(k)`` seconds."""
 
-    def make(k):
-        return lambda: time.sleep(k * 1e-5)  # 10 us an element
+    def run(cost, n, repeats, budget):
+        def make(k):
+            f = lambda: None  # noqa: E731
+            f.seconds = cost(k)
+            return f
+        monkeypatch.setattr(N, "_seconds", lambda f: f.seconds)
+        return N.measure(make, n, repeats, budget)
 
-    cell = N.measure(make, 10**6, 3, 0.02)
-    assert 1000 <= cell["n"] <= 4000 and len(cell["seconds"]) == 3 and cell["sizing_seconds"]
-    assert cell["mops"] == pytest.approx(cell["n"] / np.median(cell["seconds"]) / 1e6)
-    fast = N.measure(lambda k: (lambda: None), 10**5, 2, 0.02)
+    cell = run(lambda k: k * 2.0**-16, 10**6, 3, 2.0**-5)  # 2^-16 s an element: 64, 1024, 2048 elements
+    assert cell["n"] == 2048 and cell["sizing_seconds"] == [2.0**-10, 2.0**-6, 2.0**-5]
+    assert cell["seconds"] == [2.0**-5] * 3 and cell["mops"] == pytest.approx(2.0**16 / 1e6)
+    fast = run(lambda k: k * 1e-9, 10**5, 2, 0.02)
     assert fast["n"] == 10**5 and len(fast["sizing_seconds"]) == 4  # 64, 1024, 16384, 100000
-    slow = N.measure(lambda k: (lambda: time.sleep(0.01)), 10**5, 5, 0.0045)  # 10 ms whatever the count
-    assert slow["n"] == 64 and len(slow["seconds"]) == 2  # 5 * 0.0045 / 0.01 calls
+    slow = run(lambda k: 0.01, 10**5, 5, 0.004)  # 10 ms whatever the count: over twice the budget
+    assert slow["n"] == 64 and len(slow["seconds"]) == 2  # 5 * 0.004 / 0.01 calls
+    assert len(run(lambda k: 0.008, 10**5, 5, 0.004)["seconds"]) == 5  # twice the budget: all repeats
+    assert len(run(lambda k: 1.0, 10**5, 5, 0.004)["seconds"]) == 1
 
 
 def test_program_sizes_cells_by_the_budget(built, tmp_path):
@@ -300,3 +307,15 @@ def test_program_sizes_cells_by_the_budget(built, tmp_path):
     (full,) = N.run_peers(built["binary"], 16, tmp_path, 5000, ["mpfr"], ["add"], 2, 10.0, 0, 1, lambda s: None)
     assert small["n"] == 64 and len(small["sizing_seconds"]) == 1 and len(small["seconds"]) == 1
     assert full["n"] == 5000 and len(full["sizing_seconds"]) == 3 and len(full["seconds"]) == 2
+
+
+def test_program_on_several_threads_gives_the_same_results(built, tmp_path):
+    """--peers-all-cores: the OpenMP loops compute what the one-thread loops compute."""
+    x, y, p = N.operands(300, 4)
+    N.write_terms(tmp_path, x, y, p)
+    args = (built["binary"], 4, tmp_path, 300, ["qd", "mpfr"], ["mul", "exp"], 1, 10.0, 300)
+    one = N.run_peers(*args, 1, lambda s: None)
+    two = N.run_peers(*args, 2, lambda s: None)
+    assert [(c["lib"], c["op"], c["threads"], c["n"]) for c in two] == \
+        [(lib, op, 2, 300) for lib in ("qd", "mpfr") for op in ("mul", "exp")]
+    assert [c["check"] for c in one] == [c["check"] for c in two] and len(one[0]["check"]) == 300
