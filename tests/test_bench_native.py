@@ -319,3 +319,20 @@ def test_program_on_several_threads_gives_the_same_results(built, tmp_path):
     assert [(c["lib"], c["op"], c["threads"], c["n"]) for c in two] == \
         [(lib, op, 2, 300) for lib in ("qd", "mpfr") for op in ("mul", "exp")]
     assert [c["check"] for c in one] == [c["check"] for c in two] and len(one[0]["check"]) == 300
+
+
+def test_readme_shows_the_committed_summary():
+    """The README's CPU table is the committed results' summary, row for row (regenerating the
+    results means copying their "Summary" table into the README, or into the docs page it moved to)."""
+    root = Path(N.__file__).resolve().parent.parent
+    results = root / "bench" / "results" / "native_cpu-x86_64.md"
+    if not results.exists():
+        pytest.skip("no committed results")
+    lines = results.read_text().splitlines()
+    rows, i = [], lines.index("## Summary: one core, Mop/s") + 2
+    while lines[i].startswith("|"):
+        rows.append(lines[i])
+        i += 1
+    docs = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    assert len(rows) >= 3
+    assert any(all(r in d.read_text() for r in rows) for d in docs), "README's CPU table differs from " + str(results)
