@@ -1,5 +1,6 @@
-"""The CPU engine beside its peers: Mop/s of add, sub, mul, div, sqrt and dot at R = 2, 4, 8, 16, 32,
-measured in one run on the same data at the same precision.
+"""The public API on the CPU beside the Python peers: Mop/s of add, sub, mul, div, sqrt and dot at
+R = 2, 4, 8, 16, 32, measured in one run on the same data at the same precision.  (The native peers,
+QD and MPFR compiled here, and the elementary functions: ``python -m bench.native``.)
 
 Numbers are float64 expansions of R terms (``expansions.generate.random_terms``, leading exponents in
 [-8, 8]; the square root takes |x|), so the peers work at R * 53 bits, the nominal precision of R
@@ -9,15 +10,12 @@ summed exactly and rounded once to R * 53 bits.
 Executors (``Mop/s`` = elements per second / 10^6; for dot, multiply-adds per second, one dot of
 ``n`` elements):
 
-* ``engine``: the compiled CPU engine (:mod:`expansions.engine`); at R = 2 the library's default
-  double-word algorithms (``dw_add_accurate``, ``dw_times_dw1``, ``dw_div_dw2``, ``dw_sqrt``) through
-  :func:`expansions.engine.dw.dw_binary` / ``dw_unary`` (their output, already a double-word; a
-  subtraction adds ``-y``, as the dispatch does); at R > 2 the engine's ``add_safe`` (sub: of ``-y``),
-  ``mul_truncated``, Newton division and square root followed by ``renormalize``; dot by the engine's
-  reduction.  One thread and all threads (``numba.set_num_threads``).  An engine operation that does
-  not exist in this checkout is skipped, and the results say so;
-* ``numpy twins``: the NumPy twins (:mod:`expansions.cpu`, :mod:`expansions.dw.cpu`), the same
-  operations the public API runs on the CPU without the engine;
+* ``expansions 1T`` / ``expansions allT``: the public API as a user calls it, ``x + y``, ``x - y``,
+  ``x * y``, ``x / y``, ``ex.sqrt(x)``, ``ex.dot(x, y)`` on ExpansionArrays (``ex.from_terms`` of the
+  terms, no copy), with the default CPU backend, the compiled engine: the dispatch, the algorithm,
+  its renormalization and the non-finite rule, all timed.  One thread and all threads
+  (``numba.set_num_threads``);
+* ``expansions twins``: the same calls with ``ex.set_cpu_backend('twins')``, the NumPy twins;
 * ``python-flint``: ``arb`` at R * 53 bits, a Python loop over arb values (dot: ``arb_mat``
   product of 1 x n and n x 1, which is Arb's own dot);
 * ``gmpy2``: MPFR at R * 53 bits, a Python loop (dot: ``gmpy2.fsum`` of the rounded products);
@@ -40,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib
 import json
 import operator
 import os
@@ -54,18 +51,14 @@ import mpmath
 import numpy as np
 import numpy.ma  # noqa: F401  (before xprec: numpy.ma's import fails once ddouble is registered)
 
-from expansions import engine
+import expansions as ex
 from expansions.__main__ import device_slug, environment
-from expansions.cpu import kernels as K
-from expansions.cpu import newton
-from expansions.cpu.reduce import reduce
-from expansions.dw import cpu as D
 from expansions.generate import random_terms
 
 OPS = ("add", "sub", "mul", "div", "sqrt", "dot")
 RS = (2, 4, 8, 16, 32)
-R2 = {"add": "dw_add_accurate", "sub": "dw_add_accurate", "mul": "dw_times_dw1", "div": "dw_div_dw2"}
-COLUMNS = ("engine 1T", "engine allT", "numpy twins", "python-flint", "gmpy2", "mpmath", "xprec", "float64")
+COLUMNS = ("expansions 1T", "expansions allT", "expansions twins", "python-flint", "gmpy2", "mpmath", "xprec",
+           "float64")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,83 +91,28 @@ def to_mpfr(rows, R):
 # executors: each returns {op: (callable, elements per call)} or raises ImportError with a reason
 
 
-ENGINE = {  # operation: candidate functions of the engine, "module:name", the first one present wins
-    "add_safe": ["expansions.engine:add_safe", "expansions.engine.kernels:add_safe"],
-    "sub_safe": ["expansions.engine:sub_safe", "expansions.engine.kernels:sub_safe"],
-    "mul_truncated": ["expansions.engine:mul_truncated", "expansions.engine.kernels:mul_truncated"],
-    "renormalize": ["expansions.engine:renormalize", "expansions.engine.kernels:renormalize"],
-    "div": ["expansions.engine:newton_div", "expansions.engine.newton:div"],
-    "sqrt": ["expansions.engine:newton_sqrt", "expansions.engine.newton:sqrt"],
-    "reduce": ["expansions.engine:reduce", "expansions.engine.reduce:reduce"],
-}
+def public_ops(x, y, s):
+    """The public API on the terms arrays x, y (s = |x|, for sqrt), as a user calls it: ``x + y``,
+    ``x - y``, ``x * y``, ``x / y``, ``ex.sqrt(s)``, ``ex.dot(x, y)`` on ExpansionArrays wrapped
+    without a copy; whichever CPU backend is selected runs (the dispatch, the algorithm, the
+    renormalization and the non-finite rule, all timed)."""
+    X, Y, S = ex.from_terms(x), ex.from_terms(y), ex.from_terms(s)
+    return {"add": lambda: X + Y, "sub": lambda: X - Y, "mul": lambda: X * Y, "div": lambda: X / Y,
+            "sqrt": lambda: ex.sqrt(S), "dot": lambda: ex.dot(X, Y)}
 
 
-def engine_function(role):
-    """The engine's function for ``role`` (a key of :data:`ENGINE`) and its name, or (None, why)."""
-    for cand in ENGINE[role]:
-        mod, name = cand.split(":")
-        try:
-            f = getattr(importlib.import_module(mod), name, None)
-        except ImportError:  # the module, or numba (the engine package raises ImportError on access)
-            continue
-        if f is not None:
-            return f, cand
-    return None, "none of " + ", ".join(ENGINE[role]) + " exists"
-
-
-def engine_ops(x, y, s, R):
-    """The compiled engine's operations, the functions used, and the operations this checkout lacks."""
-    ops, used, missing = {}, {}, {}
-    fn = {role: engine_function(role) for role in ENGINE}
-
-    def put(op, roles, make):
-        absent = [fn[r][1] for r in roles if fn[r][0] is None]
-        if absent:
-            missing[op] = "; ".join(absent)
-        else:
-            ops[op] = make(*[fn[r][0] for r in roles])
-            used[op] = " + ".join(fn[r][1] for r in roles)
-
-    if R == 2:
-        ops["add"] = lambda: engine.dw_binary(R2["add"], x, y)
-        ops["sub"] = lambda: engine.dw_binary(R2["sub"], x, -y)
-        ops["mul"] = lambda: engine.dw_binary(R2["mul"], x, y)
-        ops["div"] = lambda: engine.dw_binary(R2["div"], x, y)
-        ops["sqrt"] = lambda: engine.dw_unary("dw_sqrt", s)
-        used.update({op: f"expansions.engine.dw:dw_binary('{R2[op]}')" for op in R2})
-        used["sqrt"] = "expansions.engine.dw:dw_unary('dw_sqrt')"
-    else:
-        put("add", ["add_safe"], lambda add: lambda: add(x, y, R))
-        if fn["sub_safe"][0] is not None:
-            put("sub", ["sub_safe"], lambda sub: lambda: sub(x, y, R))
-        else:
-            put("sub", ["add_safe"], lambda add: lambda: add(x, -y, R))
-        put("mul", ["mul_truncated"], lambda mul: lambda: mul(x, y, R))
-        put("div", ["div", "renormalize"], lambda div, ren: lambda: ren(div(x, y, R), R))
-        put("sqrt", ["sqrt", "renormalize"], lambda sq, ren: lambda: ren(sq(s, R), R))
-    n = x.shape[0]  # dot: one row of n products, the strides expansions.reduce.dot passes for 1-D operands
-    put("dot", ["reduce"], lambda red: lambda: red(x, 1, n, R, y=y, ys=(0, 0, 1)))
-    return ops, used, missing
-
-
-def twin_ops(x, y, s, R):
-    """The NumPy twins, as the public API runs them on the CPU (renormalize after Newton)."""
-    n = x.shape[0]
-    ops = {"dot": lambda: reduce(x, 1, n, R, y=y, ys=(0, 0, 1))}
-    if R == 2:
-        cols = (x[:, 0], x[:, 1], y[:, 0], y[:, 1])
-        ops["add"] = lambda: D.dw_add_accurate(*cols)
-        ops["sub"] = lambda: D.dw_add_accurate(x[:, 0], x[:, 1], -y[:, 0], -y[:, 1])
-        ops["mul"] = lambda: D.dw_times_dw1(*cols)
-        ops["div"] = lambda: D.dw_div_dw2(*cols)
-        ops["sqrt"] = lambda: D.dw_sqrt(s[:, 0], s[:, 1])
-    else:
-        ops["add"] = lambda: K.add_safe(x, y, R)
-        ops["sub"] = lambda: K.sub_safe(x, y, R)
-        ops["mul"] = lambda: K.mul_truncated(x, y, R)
-        ops["div"] = lambda: K.renormalize(newton.div(x, y, R), R)
-        ops["sqrt"] = lambda: K.renormalize(newton.sqrt(s, R), R)
-    return ops
+def on_twins(ops):
+    """The same calls with the NumPy twins as the CPU backend (``ex.set_cpu_backend('twins')`` for
+    the call, the default backend again afterwards)."""
+    def wrap(f):
+        def call():
+            ex.set_cpu_backend("twins")
+            try:
+                return f()
+            finally:
+                ex.set_cpu_backend(None)
+        return call
+    return {op: wrap(f) for op, f in ops.items()}
 
 
 def flint_ops(xm, ym, sm, R):
@@ -298,10 +236,11 @@ def cpu_model() -> str:
 def executors_for(R, x, y, s, xm, ym, sm, args, all_threads, notes):
     """(name, builder of the operations on the first k elements, elements, threads, repeats) of every
     executor at R; an absent peer is noted instead."""
-    executors = [("engine 1T", lambda k: engine_ops(x[:k], y[:k], s[:k], R)[0], args.n, 1, args.repeats),
-                 ("engine allT", lambda k: engine_ops(x[:k], y[:k], s[:k], R)[0], args.n, all_threads,
+    executors = [("expansions 1T", lambda k: public_ops(x[:k], y[:k], s[:k]), args.n, 1, args.repeats),
+                 ("expansions allT", lambda k: public_ops(x[:k], y[:k], s[:k]), args.n, all_threads,
                   args.repeats),
-                 ("numpy twins", lambda k: twin_ops(x[:k], y[:k], s[:k], R), args.twin_n, None, args.repeats)]
+                 ("expansions twins", lambda k: on_twins(public_ops(x[:k], y[:k], s[:k])), args.twin_n, None,
+                  args.repeats)]
     if xm is not None:
         for name, build in (("python-flint", flint_ops), ("gmpy2", gmpy2_ops), ("mpmath", mpmath_ops)):
             try:
@@ -325,7 +264,7 @@ def run(args) -> dict:
     import numba  # the engine's compiler; imported only when a benchmark runs
 
     all_threads = numba.config.NUMBA_NUM_THREADS
-    cells, notes, engine_used = [], [], {}
+    cells, notes = [], []
     for R in args.rs:
         x, y, s = make_data(args.n, R, seed=R)
         xl, yl, sl = x[: args.slow_n], y[: args.slow_n], s[: args.slow_n]
@@ -334,10 +273,6 @@ def run(args) -> dict:
         except ImportError as exc:  # the values for the Python-loop peers are made with gmpy2
             notes.append(f"R = {R}: python-flint, gmpy2 and mpmath skipped (gmpy2 absent: {exc})")
             xm = ym = sm = None
-        eng, used, missing = engine_ops(x, y, s, R)
-        for op, why in missing.items():
-            notes.append(f"R = {R}, {op}: engine skipped ({why})")
-        engine_used[R] = used
         executors = executors_for(R, x, y, s, xm, ym, sm, args, all_threads, notes)
         for name, build, n, threads, repeats in executors:
             available = build(1)
@@ -357,8 +292,7 @@ def run(args) -> dict:
         layer = "none"
     threading = {"threads": all_threads, "layer": layer,
                  **{v: os.environ.get(v, "unset") for v in ("OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS")}}
-    return {"cells": cells, "notes": notes, "all_threads": all_threads, "threading": threading,
-            "engine_functions": engine_used}
+    return {"cells": cells, "notes": notes, "all_threads": all_threads, "threading": threading}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,20 +300,20 @@ def run(args) -> dict:
 
 
 def goals(cells) -> list[dict]:
-    """Per (R, op): the engine on one thread against python-flint and mpmath, and the goal it meets
+    """Per (R, op): the public API on one thread against python-flint and mpmath, and the goal it meets
     or misses (R = 2: >= 20x flint for add and mul; R = 4: >= 1x flint for add, mul, div; every R and
     operation: never slower than mpmath; R >= 8: the ratio, with the reason)."""
     mops = {(c["R"], c["op"], c["executor"]): c["mops"] for c in cells}
     out = []
     for R, op in sorted({(c["R"], c["op"]) for c in cells}, key=lambda k: (k[0], OPS.index(k[1]))):
-        e = mops.get((R, op, "engine 1T"))
+        e = mops.get((R, op, "expansions 1T"))
         fl = mops.get((R, op, "python-flint"))
         mp = mops.get((R, op, "mpmath"))
-        row = {"R": R, "op": op, "engine": e, "flint": fl, "mpmath": mp,
+        row = {"R": R, "op": op, "expansions": e, "flint": fl, "mpmath": mp,
                "vs_flint": e / fl if e and fl else None, "vs_mpmath": e / mp if e and mp else None}
         verdicts = []
         if e is None:
-            verdicts.append("engine operation absent: not measured")
+            verdicts.append("not measured")
         else:
             if R == 2 and op in ("add", "mul") and row["vs_flint"] is not None:
                 verdicts.append(f">= 20x flint: {'met' if row['vs_flint'] >= 20 else 'NOT met'}")
@@ -395,7 +329,7 @@ def goals(cells) -> list[dict]:
 def markdown(result, args, env, vers, command) -> str:
     cells = result["cells"]
     mops = {(c["R"], c["op"], c["executor"]): c for c in cells}
-    lines = [f"# The CPU engine beside its peers ({env['machine']})", "",
+    lines = [f"# The public API on the CPU beside its Python peers ({env['machine']})", "",
              f"`{command}`, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
              f"commit {env['commit']}.", "",
              f"- CPU: {cpu_model()}; {platform.system()} {platform.release()}; Python {env['python']}; "
@@ -407,16 +341,15 @@ def markdown(result, args, env, vers, command) -> str:
              "- Precision: R float64 terms against R * 53 bits in the arbitrary-precision peers "
              "(106, 212, 424, 848, 1696 bits); same numbers for every peer (random expansions, leading "
              "exponents in [-8, 8]; |x| for sqrt).",
-             f"- Elements: engine, xprec and float64 {args.n}; NumPy twins {args.twin_n}; python-flint, gmpy2, "
-             f"mpmath {args.slow_n} (Python loops); fewer where one call took more than {args.budget} s (each "
+             f"- Elements: expansions, xprec and float64 {args.n}; expansions twins {args.twin_n}; python-flint, "
+             f"gmpy2, mpmath {args.slow_n} (Python loops); fewer where one call took more than {args.budget} s (each "
              "cell's count is in the JSON). Mop/s = elements / s / 10^6 (dot: multiply-adds of one dot of "
              f"that many elements), median of {args.repeats} timings ({args.slow_repeats} for the Python loops) "
              "after two untimed calls.",
-             "- Engine at R = 2: dw_add_accurate (sub: of -y), dw_times_dw1, dw_div_dw2, dw_sqrt through "
-             "`expansions.engine.dw.dw_binary` / `dw_unary` (non-finite rule included; the public operators "
-             "renormalize the result afterwards, which is not timed here); R > 2: add_safe, "
-             "mul_truncated, Newton div / sqrt + renormalize, the reduction for dot. NumPy twins: the same "
-             "algorithms (expansions.dw.cpu at R = 2, expansions.cpu.kernels / newton / reduce).", ""]
+             "- expansions: the public API (`x + y`, `x - y`, `x * y`, `x / y`, `ex.sqrt(x)`, `ex.dot(x, y)` on "
+             "ExpansionArrays): dispatch, algorithm, renormalization and non-finite rule, as a user gets them; "
+             "1T / allT: the compiled engine (the default CPU backend) on one / all numba threads; twins: the "
+             "same calls with `ex.set_cpu_backend('twins')`.", ""]
     for note in result["notes"]:
         lines.append(f"- Note: {note}")
     lines += ["", "## Mop/s", "",
@@ -428,21 +361,18 @@ def markdown(result, args, env, vers, command) -> str:
                 c = mops.get((R, op, col))
                 row.append("-" if c is None else f"{c['mops']:.3g}")
             lines.append(f"| {R} | {R * 53} | {op} | " + " | ".join(row) + " |")
-    lines += ["", "## Engine functions measured", ""]
-    for R, used in result["engine_functions"].items():
-        lines.append(f"- R = {R}: " + "; ".join(f"{op}: `{f}`" for op, f in used.items()))
-    lines += ["", "## Goals (engine on one thread)", "",
-              "| R | op | engine / python-flint | engine / mpmath | verdict |", "|---|---|---|---|---|"]
+    lines += ["", "## Goals (the public API on one thread)", "",
+              "| R | op | expansions / python-flint | expansions / mpmath | verdict |", "|---|---|---|---|---|"]
     for g in goals(cells):
         vf = "-" if g["vs_flint"] is None else f"{g['vs_flint']:.3g}x"
         vm = "-" if g["vs_mpmath"] is None else f"{g['vs_mpmath']:.3g}x"
         lines.append(f"| {g['R']} | {g['op']} | {vf} | {vm} | {g['verdict']} |")
-    lines += ["", "R = 8..32: the engine's multiplication (and the Newton division and square root built on it) "
+    lines += ["", "R = 8..32: the library's multiplication (and the Newton division and square root built on it) "
               "costs O(R^2) floating-point operations per element (Algorithm 2 forms about R^2/2 two-products "
               "and sums them), and its addition O(R log R); MPFR and Arb multiply R * 53-bit significands "
               "with limb-level (schoolbook to Karatsuba/Toom at these sizes) integer products on 64-bit "
               "words, sub-quadratic and about 53/64 of the word count, so their cost grows more slowly "
-              "with R than the engine's; the ratio to python-flint shows where the crossover falls."]
+              "with R than the library's; the ratio to python-flint shows where the crossover falls."]
     return "\n".join(lines) + "\n"
 
 
@@ -476,7 +406,7 @@ def main(argv=None) -> int:
         {"command": command.strip(), "environment": env, "versions": vers, "cpu": cpu_model(),
          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "args": vars(args),
          "notes": result["notes"], "threading": result["threading"],
-         "engine_functions": result["engine_functions"], "cells": result["cells"],
+         "cells": result["cells"],
          "goals": goals(result["cells"])}, indent=1))
     text = markdown(result, args, env, vers, command.strip())
     (out / f"{stem}.md").write_text(text)

@@ -251,6 +251,7 @@ def test_peers_harness_runs(tmp_path):
     (md,) = tmp_path.glob("peers_*.md")
     data = json.loads(md.with_suffix(".json").read_text())
     cells = {(c["op"], c["executor"]) for c in data["cells"]}
-    assert {("add", "engine 1T"), ("sqrt", "engine 1T"), ("add", "numpy twins"), ("add", "float64")} <= cells
+    assert {("add", "expansions 1T"), ("sqrt", "expansions 1T"), ("add", "expansions twins"),
+            ("add", "float64")} <= cells
     assert all(c["mops"] > 0 and len(c["seconds"]) == 1 for c in data["cells"])
     assert "| 2 | 106 | add |" in md.read_text()
