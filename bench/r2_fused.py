@@ -23,6 +23,7 @@ worker processes printed).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -31,6 +32,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numba
+import numpy as np
+
+import expansions as ex
+from expansions.__main__ import device_slug, environment
 
 ROOT = Path(__file__).resolve().parents[1]
 OPS = ("add", "sub", "mul", "div", "sqrt")
@@ -61,10 +68,6 @@ def _timed(f, repeats: int, budget: float = 0.02) -> list[float]:
 
 
 def _operations(n: int, dtype: str):
-    import numpy as np
-
-    import expansions as ex
-
     x = ex.random(n, terms=2, seed=1, dtype=dtype)
     y = ex.random(n, terms=2, seed=2, dtype=dtype)
     s = ex.from_terms(x.terms * np.where(x.terms[..., :1] < 0, -1, 1).astype(dtype))  # |x|
@@ -73,8 +76,6 @@ def _operations(n: int, dtype: str):
 
 
 def worker(args) -> None:
-    import numba
-
     all_threads = numba.get_num_threads()
     for dtype in DTYPES:
         for threads, n in ((1, args.n), (all_threads, args.n), (1, 1)):
@@ -95,16 +96,15 @@ def worker(args) -> None:
 
 
 def _threshold_worker(repeats: int) -> None:
-    import numpy as np
-
-    from expansions.engine import fused_dw
-
+    # by name: the module exists in this checkout only, not in the baseline's (whose worker never
+    # gets here, but imports this file)
+    fused_dw = importlib.import_module("expansions.engine.fused_dw")
     serial, parallel = fused_dw._entry("dw_add_accurate", True, True)
     for n in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
         x = np.random.default_rng(0).uniform(1, 2, (n, 2))
         out = np.empty_like(x)
         for name, f in (("serial", serial), ("parallel", parallel)):
-            secs = _timed(lambda f=f: f(x, x, out, False), repeats)
+            secs = _timed(lambda f=f, x=x, out=out: f(x, x, out, False), repeats)
             print(json.dumps({"threshold": True, "loop": name, "n": n, "seconds": secs}), flush=True)
 
 
@@ -206,10 +206,6 @@ def main(argv=None) -> int:
         worker(args)
         return 0
 
-    import numba
-
-    from expansions.__main__ import device_slug, environment
-
     log, cells, threshold, cores = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="r2fused-") as tmp:
         base = Path(tmp)
@@ -233,9 +229,9 @@ def main(argv=None) -> int:
                             cells.append(cell := {"version": version, **key, "seconds": []})
                         cell["seconds"] += rec["seconds"]
                 print(f"round {r + 1}/{args.rounds}: {version} done", flush=True)
-    header = {**environment(), "numba": numba.__version__, "cpu_count": os.cpu_count(), "threads": numba.get_num_threads(),
-              "baseline": commit, "n": args.n, "rounds": args.rounds, "repeats": args.repeats,
-              "argv": list(argv if argv is not None else sys.argv[1:])}
+    header = {**environment(), "numba": numba.__version__, "cpu_count": os.cpu_count(),
+              "threads": numba.get_num_threads(), "baseline": commit, "n": args.n, "rounds": args.rounds,
+              "repeats": args.repeats, "argv": list(argv if argv is not None else sys.argv[1:])}
     data = {"header": header, "cells": cells, "threshold": threshold, "cores": cores}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
