@@ -31,10 +31,12 @@ pytest.importorskip("numba")
 
 import numba  # noqa: E402
 from numba import njit  # noqa: E402
+from test_dw_operation import _special_pairs  # noqa: E402
 from test_engine_dw import special_words  # noqa: E402
 
 import expansions as X  # noqa: E402
 from expansions import backends, dispatch  # noqa: E402
+from expansions.cpu import kernels as twin  # noqa: E402
 from expansions.dw import R2_DEFAULTS, R2_METHODS  # noqa: E402
 from expansions.dw import verify as V  # noqa: E402
 from expansions.engine import dw as DE  # noqa: E402
@@ -222,6 +224,25 @@ def test_operation_checks_its_input():
     assert FD.operation("dw_times_dw1", x[:0], x[:0]).shape == (0, 2)
     strided = np.tile([1.0, 2.0**-60], (8, 1))[::2]  # not C-contiguous: copied first
     assert (FD.operation("dw_add_accurate", strided, strided) == [2.0, 2.0**-59]).all()
+
+
+@njit(error_model="numpy")
+def _renormalize_pairs(x, out):
+    for i in range(x.shape[0]):
+        out[i, 0], out[i, 1] = FD._renormalize_pair(x[i, 0], x[i, 1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_compiled_renormalize_pair_equals_twin(dtype):
+    """The exact pass's ``_renormalize_pair`` on its own: the twin's ``renormalize_pair`` (and so
+    ``renormalize(x, 2)``) on pairs of special values, each word NaN, inf, zero of either sign,
+    subnormal, near overflow."""
+    x = _special_pairs(dtype)
+    out = np.empty_like(x)
+    _renormalize_pairs(x, out)
+    with np.errstate(all="ignore"):
+        want = np.stack(twin.renormalize_pair(x[:, 0], x[:, 1]), axis=1)
+    assert (bits(out) == bits(want)).all()
 
 
 # ---------------------------------------------------------------------------------------------

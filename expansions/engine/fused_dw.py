@@ -29,9 +29,9 @@ infinite FMA addend) the fast functions return a NaN, which flags the row.  The 
 operations in the same order, so no other difference is possible.
 
 Blocks of :data:`BLOCK` rows run in parallel (``prange``, numba's thread count; one thread after
-``numba.set_num_threads(1)``); below :data:`SERIAL_BELOW` rows, or on one thread, one serial loop
-runs on the calling thread (no thread start-up).  Each (algorithm, renormalization) loop is compiled
-on first use, per dtype, and cached on disk.
+``numba.set_num_threads(1)``); below :data:`SERIAL_BELOW` rows the blocks run one after the other on
+the calling thread (no thread start-up).  Each (algorithm, renormalization) loop is compiled on first
+use, per dtype, and cached on disk.
 """
 
 from __future__ import annotations
