@@ -132,6 +132,10 @@ def _run_worker(path: Path, args, extra: list[str]) -> list[str]:
     return [line for line in res.stdout.splitlines() if line.startswith("{")]
 
 
+def _load(avg) -> str:
+    return "/".join(f"{v:.1f}" for v in avg)
+
+
 def _mops(n, secs):
     return n / statistics.median(secs) / 1e6
 
@@ -145,8 +149,9 @@ def markdown(data: dict) -> str:
         f"{h['numba']} (threads: {h['threads']}), commit {h['commit']} against the baseline {h['baseline']} "
         f"(the double-word algorithm, NumPy passes for the non-finite rule, the general renormalization). "
         f"{h['rounds']} alternating rounds of one process per checkout; Mop/s from the median seconds per "
-        "call of all timings (in brackets: from the fastest).  The machine was shared with other work "
-        "while this ran (a 2-core VM): figures are indicative, the ratios of one run the useful part.",
+        "call of all timings (in brackets: from the fastest).  Load average (1, 5, 15 min) at the start "
+        f"{_load(h['load_average']['start'])}, at the end {_load(h['load_average']['end'])}: with more runnable "
+        "processes than cores the figures, above all those with several threads, measure the machine's load.",
         "",
         f"## Mop/s through the public API, {h['n']} elements",
         "",
@@ -206,6 +211,7 @@ def main(argv=None) -> int:
         worker(args)
         return 0
 
+    load_before = os.getloadavg()
     log, cells, threshold, cores = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="r2fused-") as tmp:
         base = Path(tmp)
@@ -231,7 +237,8 @@ def main(argv=None) -> int:
                 print(f"round {r + 1}/{args.rounds}: {version} done", flush=True)
     header = {**environment(), "numba": numba.__version__, "cpu_count": os.cpu_count(),
               "threads": numba.get_num_threads(), "baseline": commit, "n": args.n, "rounds": args.rounds,
-              "repeats": args.repeats, "argv": list(argv if argv is not None else sys.argv[1:])}
+              "repeats": args.repeats, "load_average": {"start": load_before, "end": os.getloadavg()},
+              "argv": list(argv if argv is not None else sys.argv[1:])}
     data = {"header": header, "cells": cells, "threshold": threshold, "cores": cores}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

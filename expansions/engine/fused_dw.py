@@ -13,10 +13,14 @@ allocated but the output.  Same bits as the twins' composition, NaN included
 How a loop gets the twins' bits and still vectorizes: a block of rows runs two passes.
 
 1. The fast pass, branch-free: the algorithm with ``fast=True`` (its two-products and FMAs by one
-   hardware FMA each, :func:`expansions.engine.dw._two_prod`), then the renormalization of a finite
-   pair (:func:`expansions.cpu.kernels.renormalize_pair` without its epilogue: two 2Sums and +0 for a
-   zero tail).  It counts the rows where an operand word, the leading-term IEEE result or an output
-   word is not finite.
+   hardware FMA each, :func:`expansions.engine.dw._two_prod`), then the renormalization, which on a
+   finite pair ``(h, lo)`` with ``RN(h + lo) = h`` (what every algorithm's last Fast2Sum or 2Sum
+   returns, its error being exact) is ``(h + 0, lo + 0)``: there
+   :func:`expansions.cpu.kernels.renormalize_pair`'s first 2Sum returns ``(RN(h + lo), lo)`` with a
+   zero ``lo`` as +0, its second leaves that pair as it is but for a -0 sum, which becomes +0, and
+   its epilogue does nothing; ``x + 0`` is ``x`` but for -0, which becomes +0.  It counts the rows
+   where an operand word, the leading-term IEEE result or an output word is not finite, or where
+   ``RN(h + lo) != h`` (:func:`_flag`).
 2. Only when that count is not zero: those rows again, by the twins' operations (the FMA and
    two-product emulations, :func:`_exact_row`), with the non-finite rule and the full
    ``renormalize_pair``.
@@ -152,6 +156,21 @@ def _renormalize_pair(hi, lo):
 
 
 @njit(**_SCALAR)
+def _flag(kind, renormalize, x0, x1, y0, y1, h, lo):
+    """Whether the row needs the exact pass: some operand word, the leading-term IEEE result or an
+    output word ``(h, lo)`` is not finite (then their sum is inf or NaN, and ``s - s`` is NaN), or,
+    with ``renormalize``, ``RN(h + lo) != h`` (the fast pass's renormalization does not apply).  A
+    finite sum that overflows flags a row too, which the exact pass then computes again: the same bits."""
+    s = x0 + x1 + _leading(kind, x0, y0) + h + lo
+    if kind != 3:
+        s += y0 + y1
+    bad = (s - s) != 0
+    if renormalize:
+        bad |= (h + lo) != h
+    return bad
+
+
+@njit(**_SCALAR)
 def _exact_row(op, kind, renormalize, x0, x1, y0, y1):
     """One row as the twins compute it: algorithm ``op`` (of ``dw._OP``) by the FMA and two-product
     emulations, the non-finite rule of operation ``kind``, then (``renormalize``) the renormalization."""
@@ -177,7 +196,6 @@ def _block(op, kind, renormalize, x, y, out, negate):
     literally(op)
     literally(kind)
     literally(renormalize)
-    binary = kind != 3
     m = x.shape[0] // 2
     flagged = 0
     for i in range(m):
@@ -185,28 +203,18 @@ def _block(op, kind, renormalize, x, y, out, negate):
         if negate:
             y0, y1 = -y0, -y1
         h, lo = _algorithm(op, x0, x1, y0, y1, True)
-        if renormalize:
-            eh, el = _two_sum(h, lo)
-            h, t = _two_sum(eh, el)
-            lo = t if t != 0 else _c(t, 0.0)
+        if renormalize:  # renormalize_pair of a pair with RN(h + lo) = h (others are flagged)
+            zero = _c(h, 0.0)
+            h, lo = h + zero, lo + zero
         out[2 * i] = h
         out[2 * i + 1] = lo
-        leading = _leading(kind, x0, y0)
-        s = (x0 - x0) + (x1 - x1) + (leading - leading) + (h - h) + (lo - lo)
-        if binary:
-            s += (y0 - y0) + (y1 - y1)
-        flagged += s != 0  # a NaN: some word is not finite
+        flagged += _flag(kind, renormalize, x0, x1, y0, y1, h, lo)
     if flagged:
         for i in range(m):
             x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
             if negate:
                 y0, y1 = -y0, -y1
-            h, lo = out[2 * i], out[2 * i + 1]
-            leading = _leading(kind, x0, y0)
-            s = (x0 - x0) + (x1 - x1) + (leading - leading) + (h - h) + (lo - lo)
-            if binary:
-                s += (y0 - y0) + (y1 - y1)
-            if s != 0:
+            if _flag(kind, renormalize, x0, x1, y0, y1, out[2 * i], out[2 * i + 1]):
                 out[2 * i], out[2 * i + 1] = _exact_row(op, kind, renormalize, x0, x1, y0, y1)
     return flagged
 
