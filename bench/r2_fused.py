@@ -18,6 +18,8 @@ worker processes printed).
 
     python -m bench.r2_fused [--n 100000] [--rounds 3] [--repeats 5] [--baseline 97f3444]
                              [--threshold] [--cores] [--cores-n 1000000] [--out bench/results]
+
+(``--rounds 0 --threshold`` measures the threshold alone.)
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def _operations(n: int, dtype: str):
 
 def worker(args) -> None:
     all_threads = numba.get_num_threads()
-    for dtype in DTYPES:
+    for dtype in DTYPES if args.rounds else ():
         for threads, n in ((1, args.n), (all_threads, args.n), (1, 1)):
             numba.set_num_threads(threads)
             for op, f in _operations(n, dtype).items():
@@ -159,7 +161,9 @@ def markdown(data: dict) -> str:
         "|---|---|---|---|---|---|",
     ]
     cells = data["cells"]
-    for dtype in DTYPES:
+    if not cells:
+        lines[-4:] = []
+    for dtype in DTYPES if cells else ():
         for threads in sorted({c["threads"] for c in cells if c["n"] == h["n"]}):
             for op in OPS:
                 b, a = (next(c for c in cells if c["version"] == v and c["op"] == op and c["dtype"] == dtype
@@ -168,9 +172,10 @@ def markdown(data: dict) -> str:
                              f"({h['n'] / min(b['seconds']) / 1e6:.1f}) | {_mops(h['n'], a['seconds']):.1f} "
                              f"({h['n'] / min(a['seconds']) / 1e6:.1f}) | "
                              f"{statistics.median(b['seconds']) / statistics.median(a['seconds']):.1f} |")
-    lines += ["", "## Microseconds per call on one element (the Python overhead per operation)", "",
-              "| op | terms | before | after |", "|---|---|---|---|"]
-    for dtype in DTYPES:
+    if cells:
+        lines += ["", "## Microseconds per call on one element (the Python overhead per operation)", "",
+                  "| op | terms | before | after |", "|---|---|---|---|"]
+    for dtype in DTYPES if cells else ():
         for op in OPS:
             b, a = (next(c for c in cells if c["version"] == v and c["op"] == op and c["dtype"] == dtype
                          and c["n"] == 1) for v in ("before", "after"))
@@ -216,25 +221,26 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="r2fused-") as tmp:
         base = Path(tmp)
         commit = _unpack(args.baseline, base)
-        for r in range(args.rounds):
-            last = r == args.rounds - 1
-            for version, path, extra in (("after", ROOT, (["--threshold"] * args.threshold + ["--cores"] * args.cores)
-                                          if last else []), ("before", base, [])):
-                for line in _run_worker(path, args, extra):
-                    log.append(f"{version} round {r}: {line}")
-                    rec = json.loads(line)
-                    if rec.pop("threshold", False):
-                        threshold.append(rec)
-                    elif rec.pop("cores", False):
-                        cores.append(rec)
-                    else:
-                        key = {k: rec[k] for k in ("op", "dtype", "n", "threads")}
-                        cell = next((c for c in cells if c["version"] == version and all(c[k] == v for k, v in
-                                                                                          key.items())), None)
-                        if cell is None:
-                            cells.append(cell := {"version": version, **key, "seconds": []})
-                        cell["seconds"] += rec["seconds"]
-                print(f"round {r + 1}/{args.rounds}: {version} done", flush=True)
+        runs = [("before" if k % 2 else "after", k // 2, ["--rounds", "1"]) for k in range(2 * args.rounds)]
+        if args.threshold or args.cores:  # this checkout only, once, after the comparison
+            runs.append(("after", args.rounds, ["--rounds", "0"] + ["--threshold"] * args.threshold
+                         + ["--cores"] * args.cores))
+        for version, r, extra in runs:
+            for line in _run_worker(ROOT if version == "after" else base, args, extra):
+                log.append(f"{version} round {r}: {line}")
+                rec = json.loads(line)
+                if rec.pop("threshold", False):
+                    threshold.append(rec)
+                elif rec.pop("cores", False):
+                    cores.append(rec)
+                else:
+                    key = {k: rec[k] for k in ("op", "dtype", "n", "threads")}
+                    cell = next((c for c in cells if c["version"] == version
+                                 and all(c[k] == v for k, v in key.items())), None)
+                    if cell is None:
+                        cells.append(cell := {"version": version, **key, "seconds": []})
+                    cell["seconds"] += rec["seconds"]
+            print(f"{version}, round {r + 1}: done", flush=True)
     header = {**environment(), "numba": numba.__version__, "cpu_count": os.cpu_count(),
               "threads": numba.get_num_threads(), "baseline": commit, "n": args.n, "rounds": args.rounds,
               "repeats": args.repeats, "load_average": {"start": load_before, "end": os.getloadavg()},

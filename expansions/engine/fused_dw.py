@@ -62,9 +62,11 @@ _NAMES = {number: name for name, number in _OP.items()}
 #: Rows per block: the fast pass, and the exact pass on its flagged rows, run on one block at a
 #: time (48 KiB of operands and result at float64: the second pass finds them in the cache).
 BLOCK = 1024
-#: Below this many rows the loop runs serially on the calling thread (thread start-up costs more
-#: than it saves): measured by ``python -m bench.r2_fused --threshold`` (bench/results/r2_fused_*).
-SERIAL_BELOW = 16384
+#: Below this many rows the loop runs serially on the calling thread: waking numba's threads costs
+#: a few microseconds on an idle core (and a scheduler slice, milliseconds, on a busy one), a serial
+#: call on 8192 rows (float64) about 40; ``python -m bench.r2_fused --rounds 0 --threshold`` measures
+#: both (bench/results/r2_fused_*).
+SERIAL_BELOW = 8192
 
 
 # ---------------------------------------------------------------------------------------------
