@@ -211,6 +211,15 @@ def test_public_operators_run_one_loop(monkeypatch):
         assert (bits(r.terms) == bits(want)).all(), op
 
 
+def test_renormalized_square_root_equals_twins():
+    """``operation('dw_sqrt', x, renormalize=True)`` (the library does not renormalize its square root,
+    but the loop can): the twins' square root, rule and ``renormalize(out, 2)``."""
+    x, _ = operands("sqrt", "dw_sqrt", "float64", 9)
+    with np.errstate(all="ignore"):
+        want = twin.renormalize(backends.cpu.dw_unary("dw_sqrt", x), 2)
+    assert (bits(FD.operation("dw_sqrt", x, renormalize=True)) == bits(want)).all()
+
+
 def test_operation_checks_its_input():
     x = np.ones((4, 2))
     with pytest.raises(ValueError, match="unknown binary double-word algorithm"):

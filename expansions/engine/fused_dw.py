@@ -94,7 +94,6 @@ def _algorithm_impl(op, a, b, c, d, fast):
     return lambda op, a, b, c, d, fast: fn(a, b, c, d)
 
 
-
 @njit(**_SCALAR)
 def _leading(kind, x0, y0):
     """The leading-term IEEE result of operation ``kind``: 0 add, 1 mul, 2 div, 3 sqrt (of x0)."""
@@ -228,7 +227,8 @@ def _loops(op: int, kind: int, renormalize: bool):
     :func:`_block` on each block of :data:`BLOCK` rows, the blocks one after the other (``serial``) or
     in a ``prange`` (``parallel``); both return the number of rows the fast pass flagged.  ``op``,
     ``kind`` and ``renormalize`` are constants of the loops (closure variables, by which numba's
-    cache keys them)."""
+    cache keys them).  Two functions, not one compiled twice: the cache keys a function by its code
+    and closure, not by its options."""
 
     @njit(**_SCALAR)
     def serial(x, y, out, negate):
@@ -262,8 +262,7 @@ def _entry(name: str, binary: bool, renormalize: bool):
     if name not in table:
         raise ValueError(f"unknown {'binary' if binary else 'unary'} double-word algorithm {name!r}; "
                          f"expected one of {sorted(table)}")
-    what = table[name]
-    loops = _ENTRIES[name, binary, renormalize] = _loops(_OP[name], _KIND[what], renormalize and what != "sqrt")
+    loops = _ENTRIES[name, binary, renormalize] = _loops(_OP[name], _KIND[table[name]], renormalize)
     return loops
 
 
@@ -273,8 +272,8 @@ def operation(name: str, x, y=None, negate_y: bool = False, renormalize: bool = 
     (``y`` None, ``name`` 'dw_sqrt'), with the library's non-finite rule, renormalized with
     ``renormalize``.  Returns a new (count, 2) array: the bits of the twins' composition
     (:func:`expansions.dispatch.run` on ``backends.cpu``), and of the GPU's ``dw_operation``."""
-    binary = y is not None
-    loops = _ENTRIES.get((name, binary, renormalize)) or _entry(name, binary, bool(renormalize))
+    binary, renormalize = y is not None, bool(renormalize)
+    loops = _ENTRIES.get((name, binary, renormalize)) or _entry(name, binary, renormalize)
     x = np.ascontiguousarray(x)
     y = np.ascontiguousarray(y) if binary else x
     if x.ndim != 2 or x.shape[1] != 2 or y.shape != x.shape or y.dtype != x.dtype:
