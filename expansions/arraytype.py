@@ -45,7 +45,10 @@ class Traced:
 
 def traced(*values) -> bool:
     """Whether any of ``values`` is a tracer of :mod:`expansions.programs`."""
-    return any(isinstance(v, Traced) for v in values)
+    for v in values:  # a loop, not any(...): this runs on every operation
+        if isinstance(v, Traced):
+            return True
+    return False
 
 
 def implements(key):

@@ -74,6 +74,12 @@ class Backend:
     #: renormalized result in one kernel launch (the CUDA launchers); else the renormalization is a
     #: second call of ``renormalize`` (:func:`expansions.dispatch.operation` composes them).
     renormalizes_in_kernel: bool = False
+    #: its ``dw_binary`` takes ``renormalize=True`` and returns the renormalized result in the same
+    #: loop (the engine, :mod:`expansions.engine.fused_dw`); implied by ``renormalizes_in_kernel``.
+    dw_renormalizes_in_kernel: bool = False
+    #: the functions :func:`expansions.dispatch.operation` returns for it are compiled and emit no
+    #: NumPy floating-point warnings (the engine): the operations call them without ``np.errstate``.
+    silent: bool = False
 
 
 def _twin_double_word(name: str, *operands):
@@ -178,14 +184,19 @@ cuda = Backend(
 )
 
 
-def _engine_dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False):
-    """:func:`expansions.engine.dw_binary` with the signature of the other backends' ``dw_binary``
-    (the algorithm's name decides its kind; the same non-finite rule)."""
-    return _engine.dw_binary(name, xt, -yt if negate_y else yt)
+def _engine_double_word(operation):
+    """The engine's ``dw_binary`` and ``dw_unary`` around ``operation``
+    (:func:`expansions.engine.fused_dw.operation`): one compiled loop each, the algorithm, the
+    non-finite rule and (``renormalize``) the renormalization, with the bits of the twins'
+    composition (the algorithm's name decides its kind)."""
 
+    def dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False, renormalize: bool = False):
+        return operation(name, xt, yt, negate_y, renormalize)
 
-def _engine_dw_unary(name: str, xt, R: int = 2):
-    return _engine.dw_unary(name, xt)
+    def dw_unary(name: str, xt, R: int = 2):
+        return operation(name, xt)
+
+    return dw_binary, dw_unary
 
 
 @functools.cache
@@ -193,13 +204,14 @@ def engine_backend() -> Backend:
     """The compiled engine as a Backend (imports numba and loads the compiled functions; ImportError
     with the reason when numba is missing)."""
     e = _engine
+    dw_binary, dw_unary = _engine_double_word(e.dw_operation)
     return Backend(
         name="engine", device="cpu",
         add_safe=e.add_safe, add_fast=e.add_fast, sub_safe=e.sub_safe, sub_fast=e.sub_fast,
         mul_truncated=e.mul_truncated, renormalize=e.renormalize, negate=e.negate,
         newton_reciprocal=e.newton_reciprocal, newton_div=e.newton_div, newton_sqrt=e.newton_sqrt,
-        dw_binary=_engine_dw_binary, dw_unary=_engine_dw_unary, reduce=e.reduce,
-        elementary=_engine_elementary_function,
+        dw_binary=dw_binary, dw_unary=dw_unary, reduce=e.reduce,
+        elementary=_engine_elementary_function, dw_renormalizes_in_kernel=True, silent=True,
     )
 
 

@@ -64,21 +64,38 @@ def kernel(op: str, alg: str, be: Backend):
 RENORMALIZING = (ADD_METHODS + MUL_METHODS + ("newton", "reciprocal") + R2_METHODS["add"] + R2_METHODS["mul"]
                  + R2_METHODS["div"])
 
+_DOUBLE_WORD = frozenset(name for names in R2_METHODS.values() for name in names)
+
+
+_PLANS: dict = {}  # (op, alg, id(be), renormalize) -> (be, what operation() returns)
+
 
 def operation(op: str, alg: str, be: Backend, renormalize: bool = True):
+    """:func:`_operation` (below), remembered per (op, alg, backend, renormalize): the operators call
+    it on every operation (the entry keeps ``be`` alive, so its ``id`` is not reused while cached)."""
+    key = (op, alg, id(be), renormalize)
+    hit = _PLANS.get(key)
+    if hit is None or hit[0] is not be:
+        hit = _PLANS[key] = (be, _operation(op, alg, be, renormalize))
+    return hit[1]
+
+
+def _operation(op: str, alg: str, be: Backend, renormalize: bool = True):
     """How backend ``be`` computes operation ``op`` by algorithm ``alg`` with the library's output:
     ``(run, then)``, ``run`` called as :func:`kernel`'s function is, ``then`` None or the function
     ``(out, R) -> terms`` to apply to its output.  With ``renormalize`` the output is the raw output
     renormalized by :func:`renormalizer` (for 'sqrt' and 'reciprocal', only the Newton kernels'
     output is), else the raw output.  On a backend whose kernels renormalize in registers (the CUDA
-    launchers) ``run`` does both in one kernel launch, with the same bits as the kernel followed by
-    the renormalization (``renormalizer(alg, cpu)(kernel(op, alg, cpu)(...), R)``, its specification,
-    which the other backends run as it stands: ``then`` is that renormalizer)."""
+    launchers; the engine's double-word loops at R = 2) ``run`` does both in one kernel launch or
+    loop, with the same bits as the kernel followed by the renormalization (``renormalizer(alg,
+    cpu)(kernel(op, alg, cpu)(...), R)``, its specification, which the other backends run as it
+    stands: ``then`` is that renormalizer)."""
     fn = kernel(op, alg, be)
     unary = op in ("sqrt", "reciprocal")
     if not renormalize or (unary and alg not in ("newton", "reciprocal")):
         return fn, None
-    if be.renormalizes_in_kernel and alg in RENORMALIZING:
+    fused = be.renormalizes_in_kernel or (be.dw_renormalizes_in_kernel and alg in _DOUBLE_WORD)
+    if fused and alg in RENORMALIZING:
         return partial(fn, renormalize=True), None
     return fn, renormalizer(alg, be)
 

@@ -58,11 +58,21 @@ def _as_format(x: ExpansionArray, R: int, dt: np.dtype) -> ExpansionArray:
     return ExpansionArray(t)
 
 
+def _same_format(x, y) -> bool:
+    """Whether x and y are ExpansionArrays of one format (R, dtype) on one device."""
+    if type(x) is not ExpansionArray or type(y) is not ExpansionArray:
+        return False
+    xt, yt = x.terms, y.terms
+    return type(xt) is type(yt) and xt.shape[-1] == yt.shape[-1] and xt.dtype == yt.dtype
+
+
 def operands(x, y, terms=None, dtype=None):
     """x and y as ExpansionArrays of one format on one device: the wider of the expansions' formats
     (see :func:`_wider`), or ``terms``/``dtype`` when given; an operand that is not an expansion is
     promoted exactly (:func:`expansions.promote.operand_terms`).  An expansion of a wider format than
     an explicit ``terms``/``dtype`` is rounded as :func:`expansions.array` rounds it."""
+    if terms is None and dtype is None and _same_format(x, y):
+        return x, y  # the common case: nothing to promote
     ex = [v for v in (x, y) if isinstance(v, ExpansionArray)]
     if not ex:
         raise TypeError("at least one operand must be an ExpansionArray")
@@ -100,11 +110,15 @@ def terms_in_format(value, R: int, dt: np.dtype, device: str):
 
 def flat_pair(x: ExpansionArray, y: ExpansionArray):
     """The broadcast terms of x and y as (count, R) C-contiguous arrays, and the broadcast shape."""
+    xt, yt = x.terms, y.terms
+    xp = xp_of(xt)
+    if xt.shape == yt.shape:  # the common case: nothing to broadcast, and no copy when C-contiguous
+        R = xt.shape[-1]
+        return xp.ascontiguousarray(xt).reshape(-1, R), xp.ascontiguousarray(yt).reshape(-1, R), xt.shape[:-1]
     try:
         shape = np.broadcast_shapes(x.shape, y.shape)
     except ValueError:
         raise ValueError(f"shapes {x.shape} and {y.shape} do not broadcast") from None
-    xp = xp_of(x.terms)
     xt = xp.ascontiguousarray(xp.broadcast_to(x.terms, shape + (x.nterms,))).reshape(-1, x.nterms)
     yt = xp.ascontiguousarray(xp.broadcast_to(y.terms, shape + (y.nterms,))).reshape(-1, y.nterms)
     return xt, yt, shape
@@ -125,11 +139,12 @@ def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=
     xt, yt, shape = flat_pair(x, y)
     if one_term_divisor and alg == "newton" and not bool((yt[:, 1:] != 0).any()):
         yt = yt[:, :1]  # a divisor given as floats: the cheaper one-term kernel
-    with np.errstate(all="ignore"):
-        run, then = dispatch.operation(op, alg, be, renormalize)
-        out = run(xt, yt, R)
-        if then is not None:
-            out = then(out, R)
+    run, then = dispatch.operation(op, alg, be, renormalize)
+    if be.silent:  # compiled: no NumPy warnings to silence (np.errstate costs a microsecond)
+        out = run(xt, yt, R) if then is None else then(run(xt, yt, R), R)
+    else:
+        with np.errstate(all="ignore"):
+            out = run(xt, yt, R) if then is None else then(run(xt, yt, R), R)
     return ExpansionArray(out.reshape(shape + (R,)))
 
 
@@ -142,11 +157,13 @@ def unary(op: str, x, method: str = "auto", renormalize: bool = True) -> Expansi
     R = x.nterms
     alg = "reciprocal" if op == "reciprocal" else dispatch.method(op, method, R)
     be = for_terms(x.terms)
-    with np.errstate(all="ignore"):
-        run, then = dispatch.operation(op, alg, be, renormalize)
-        out = run(x.terms.reshape(-1, R), R)
-        if then is not None:
-            out = then(out, R)
+    run, then = dispatch.operation(op, alg, be, renormalize)
+    xt = x.terms.reshape(-1, R)
+    if be.silent:
+        out = run(xt, R) if then is None else then(run(xt, R), R)
+    else:
+        with np.errstate(all="ignore"):
+            out = run(xt, R) if then is None else then(run(xt, R), R)
     return ExpansionArray(out.reshape(x.terms.shape))
 
 

@@ -8,9 +8,7 @@ expansions.engine.baselines) against their NumPy twins, bit for bit.
   smallest normal, near overflow, above the two-product's scaling threshold 2**995, inf, NaN, and
   random words over the whole exponent range.  The bits are compared (signed zeros count); a NaN of
   these raw functions is compared as a NaN (its sign and payload are the hardware's);
-* dw_binary / dw_unary (the fused entry points, non-finite rule included) against the library's
-  R = 2 path with ``renormalize=False`` (``_double_word`` in expansions/core.py), bits exactly, NaN
-  included (the rule makes every NaN the canonical one); a subtraction is an addition of -y;
+* (the library's R = 2 operations, one fused loop each, are tested in test_engine_fused_dw.py);
 * every sequential baseline (and its _soa variant): engine == twin bit for bit on random and
   adversarial expansions, with special values in some terms; certified_* for every R of the suite.
 """
@@ -23,7 +21,6 @@ from helpers import RS, bits
 
 pytest.importorskip("numba")
 
-import expansions as X  # noqa: E402
 from expansions.baselines import cpu as BC  # noqa: E402
 from expansions.dw import ALGORITHMS  # noqa: E402
 from expansions.dw import cpu as DC  # noqa: E402
@@ -119,62 +116,6 @@ def test_elementwise_broadcasts_and_checks():
         DE.dw_add_accurate(x, x, x.astype(np.float32), x)
     with pytest.raises(TypeError, match="takes 4 arrays"):
         DE.dw_add_accurate(x, x)
-
-
-# ---------------------------------------------------------------------------------------------
-# the fused entry points against the library's R = 2 path
-
-
-def _pair_inputs(name, dtype, seed):
-    """(count, 2) operands: the verification's families, special words, and leading words near
-    overflow with small tails (the overflow branch of the rule)."""
-    rng = np.random.default_rng(seed)
-    cols = V.families(name, 600, dtype, rng)
-    cols = [np.concatenate([a, b]) for a, b in zip(cols, special_words(len(cols), 900, dtype, rng))]
-    f = np.finfo(dtype)
-    big = (f.max * rng.uniform(0.5, 1.0, size=60)).astype(dtype)
-    tail = (big * rng.uniform(-1, 1, size=60) * float(f.eps) / 4).astype(dtype)
-    extra = [big, tail, big[::-1], tail] if len(cols) == 4 else [big, tail]
-    cols = [np.concatenate([c, v]) for c, v in zip(cols, extra)]
-    x = np.stack(cols[:2], axis=1)
-    y = np.stack(cols[2:], axis=1) if len(cols) == 4 else None
-    return x, y
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("name", sorted(DE.BINARY))
-def test_dw_binary_equals_library(name, dtype):
-    x, y = _pair_inputs(name, dtype, sorted(DE.BINARY).index(name))
-    op = {"add": X.add, "mul": X.mul, "div": X.div}[DE.BINARY[name]]
-    want = op(X.from_terms(x), X.from_terms(y), method=name, renormalize=False).terms
-    got = DE.dw_binary(name, x, y)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    ok = (bits(got) == bits(want)).all(axis=1)
-    assert ok.all(), f"{name} {dtype}\n" + _table([x[:, 0], x[:, 1], y[:, 0], y[:, 1]], got.T, want.T)
-    if DE.BINARY[name] == "add":
-        want = X.sub(X.from_terms(x), X.from_terms(y), method=name, renormalize=False).terms
-        got = DE.dw_binary(name, x, -y)
-        assert (bits(got) == bits(want)).all(), f"{name} {dtype} (sub)\n" + _table([x[:, 0], y[:, 0]], got.T, want.T)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_dw_unary_equals_library(dtype):
-    x, _ = _pair_inputs("dw_sqrt", dtype, 7)
-    want = X.sqrt(X.from_terms(x), method="dw_sqrt").terms
-    got = DE.dw_unary("dw_sqrt", x)
-    assert (bits(got) == bits(want)).all(), f"dw_sqrt {dtype}\n" + _table([x[:, 0], x[:, 1]], got.T, want.T)
-
-
-def test_fused_entry_points_check_their_input():
-    x = np.ones((4, 2))
-    with pytest.raises(ValueError, match="unknown double-word algorithm"):
-        DE.dw_binary("dw_plus_fp", x, x)
-    with pytest.raises(ValueError, match="unknown unary"):
-        DE.dw_unary("sqrt", x)
-    with pytest.raises(ValueError, match=r"\(count, 2\)"):
-        DE.dw_binary("dw_add_accurate", np.ones((4, 3)), np.ones((4, 3)))
-    with pytest.raises(TypeError, match="one dtype"):
-        DE.dw_binary("dw_add_accurate", x, x.astype(np.float32))
 
 
 # ---------------------------------------------------------------------------------------------

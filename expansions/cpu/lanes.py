@@ -20,6 +20,8 @@ def array_module(a):
     On CuPy the twins equal the NumPy twins except on float32 subnormals: CuPy compiles its own
     element-wise kernels with flush-to-zero for float32, so tests that run the twins on the GPU keep
     float32 terms and products above the subnormal range."""
+    if type(a) is np.ndarray:  # the common case first: this runs on every operation
+        return np
     if type(a).__module__.split(".")[0] == "cupy":
         import cupy  # optional dependency: CuPy is needed only on the GPU path
 

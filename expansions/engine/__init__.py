@@ -7,7 +7,10 @@ Drop-in for the twins (same names, signatures, shapes, dtypes and bits):
   :func:`mul_truncated`, :func:`renormalize`, :func:`negate` (:mod:`expansions.engine.kernels`);
 * :mod:`expansions.cpu.newton`: :func:`reciprocal`, :func:`div`, :func:`sqrt`, also named
   :func:`newton_reciprocal`, :func:`newton_div`, :func:`newton_sqrt` (:mod:`expansions.engine.newton`);
-* :mod:`expansions.cpu.reduce`: :func:`reduce`, :func:`reduce_pass` (:mod:`expansions.engine.reduction`).
+* :mod:`expansions.cpu.reduce`: :func:`reduce`, :func:`reduce_pass` (:mod:`expansions.engine.reduction`);
+* the library's R = 2 operations, one loop each (the double-word algorithm, the non-finite rule and
+  the renormalization): :func:`dw_operation` (:func:`expansions.engine.fused_dw.operation`), and
+  :func:`dw_binary`, :func:`dw_unary` (without the renormalization) (:mod:`expansions.engine.fused_dw`).
 
 Importing this package does not import numba; :func:`available` says whether the engine can run and
 :func:`unavailable_reason` why not.  The functions are loaded on first access; without numba, accessing
@@ -35,8 +38,9 @@ _FUNCTIONS = {
     "newton_sqrt": "newton",
     "reduce": "reduction",
     "reduce_pass": "reduction",
-    "dw_binary": "dw",
-    "dw_unary": "dw",
+    "dw_operation": "fused_dw",
+    "dw_binary": "fused_dw",
+    "dw_unary": "fused_dw",
 }
 
 _status: list = []  # [reason or None], filled by available()

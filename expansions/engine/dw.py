@@ -5,11 +5,10 @@ and low words in (float64 or float32, equal dtypes, broadcast together), a tuple
 bit-identical to the NumPy twin.  Each algorithm is written once, as a scalar function (the twin's
 name with a leading underscore) that performs the twin's operations in the twin's order, and
 :func:`_apply` selects it by number.  The element-wise functions share one parallel loop (``prange``
-over the elements, the function chosen at run time: one compilation per dtype).  The fused entry
-points cut the elements into blocks of :data:`_BLOCK`; a block is one serial loop compiled for one
-algorithm (its number a compile-time constant, so the loop has no branch and LLVM vectorizes it),
-and the blocks run in parallel.  Every loop is compiled on first use and cached on disk
-(``cache=True``).
+over the elements, the function chosen at run time: one compilation per dtype).  The library's
+operations at R = 2 run these scalar functions in the fused loops of
+:mod:`expansions.engine.fused_dw` (the algorithm, the non-finite rule and the renormalization in one
+loop).  Every loop is compiled on first use and cached on disk (``cache=True``).
 
 Why the results are the twin's, bit for bit:
 
@@ -19,22 +18,20 @@ Why the results are the twin's, bit for bit:
   kept (no flush-to-zero); ``error_model="numpy"`` makes a division by zero IEEE (no exception);
 * the twin's two-product and FMA are emulations (:func:`expansions.cpu.eft.two_prod`: Dekker with
   Veltkamp's splitting, scaled above 2**995; :func:`expansions.dw.cpu.fma`: round-to-odd, Boldo and
-  Melquiond 2008); they are reproduced here operation for operation, not replaced by a hardware FMA;
+  Melquiond 2008); they are reproduced here operation for operation;
+* with ``fast=True`` (the fused loops only) the algorithms take the two-product and the FMA from one
+  hardware FMA instruction (:func:`_fma_hardware`), which is correctly rounded and therefore gives the
+  emulations' bits wherever those are exact: everywhere for float32 (an FMA whose addend is finite),
+  and for float64 where :func:`_product_in_range` holds.  Elsewhere the fast functions return a NaN,
+  which reaches the algorithm's result, and the fused loop recomputes that row with the emulations;
 * the twin's selects (``where``) become branches that pick the same value.
-
-:func:`dw_binary` and :func:`dw_unary` are the fused entry points for the library's dispatch: (count,
-2) arrays in, the (count, 2) result out, with the library's non-finite rule
-(``_double_word_finish`` in ``expansions/backends.py``) applied in the same loop (the leading-term
-IEEE result decides, a NaN leading result gives (NaN, 0)); they equal the twins backend's
-``dw_binary`` / ``dw_unary`` bit for bit.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
-from numba import literally, njit, prange, types
+from llvmlite import ir
+from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
 from ..dw import ALGORITHMS
@@ -141,16 +138,84 @@ def _two_prod32(a, b):
     return p, e
 
 
-def _two_prod(a, b):
-    """``(RN(a*b), RN(a*b - RN(a*b)))`` as the twin computes it, float64 or float32 (compiled only)."""
+@intrinsic
+def _fma_hardware(typingctx, a, b, c):
+    """``RN(a*b + c)`` with one rounding: LLVM's ``llvm.fma`` (an FMA instruction on x86-64 with FMA,
+    ``vfmadd...``; the C library's correctly rounded ``fma`` elsewhere).  numba has no FMA of its own."""
+    if not (isinstance(a, types.Float) and a == b == c):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ty = context.get_value_type(signature.return_type)
+        fn = builder.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty, ty, ty]))
+        return builder.call(fn, args)
+
+    return a(a, b, c), codegen
+
+
+#: The range of ``|RN(a*b)|`` (float64) where the hardware FMA gives the twins' bits: there the
+#: twin's Dekker product (and with it its emulated FMA) is exact, because (i) no split or partial
+#: product overflows (the twin scales operands above 2**995; ``|a*b| <= 2**1020`` keeps every partial
+#: product and sum below 2**1021), and (ii) no partial product underflows: Dekker's product is exact
+#: when ``e_a + e_b >= emin + p - 1 = -1022`` for the exponents of the operands' last bits (Boldo,
+#: "Pitfalls of a full floating-point proof", IJCAR 2006), which ``|a*b| >= 2**-900`` guarantees with
+#: a margin (``e_a + e_b >= floor(log2|a|) + floor(log2|b|) - 104 >= -1006``).
+_FAST_LO = 2.0**-900
+_FAST_HI = 2.0**1020
+
+
+@njit(**_SCALAR)
+def _product_in_range(p, a, b):
+    """Whether the hardware two-product/FMA of ``a*b`` (``p = RN(a*b)``) gives the twin's bits: ``|p|``
+    in [_FAST_LO, _FAST_HI], or an exact zero product (``a`` or ``b`` zero: both give +0 error)."""
+    q = abs(p)
+    return ((q >= _FAST_LO) & (q <= _FAST_HI)) | (a == 0) | (b == 0)
+
+
+@njit(**_SCALAR)
+def _two_prod64_fast(a, b):
+    """The twin's two-product (:func:`_two_prod64`) by one FMA, ``e = RN(a*b - p)`` (exact), where
+    :func:`_product_in_range` says it gives the twin's bits; NaN as ``e`` elsewhere (the fused loops
+    of :mod:`expansions.engine.fused_dw` recompute such rows by the twin's operations)."""
+    p = a * b
+    e = _fma_hardware(a, b, -p)
+    return p, e if _product_in_range(p, a, b) else np.nan
+
+
+@njit(**_SCALAR)
+def _two_prod32_fast(a, b):
+    """The float32 two-product by one FMA: ``RN(a*b - RN(a*b))`` is the twin's (the exact float64
+    difference rounded once to float32) for every input, overflow included (-inf either way)."""
+    p = a * b
+    return p, _fma_hardware(a, b, -p)
+
+
+def _two_prod(a, b, fast=False):
+    """``(RN(a*b), RN(a*b - RN(a*b)))`` as the twin computes it, float64 or float32 (compiled only).
+    With ``fast`` (a compile-time constant of the fused loops): by the hardware FMA, the twin's bits
+    or (float64, outside :func:`_product_in_range`) a NaN error term."""
     raise NotImplementedError
 
 
+@njit(**_SCALAR)
+def _two_prod64_as(a, b, fast):
+    if fast:
+        return _two_prod64_fast(a, b)
+    return _two_prod64(a, b)
+
+
+@njit(**_SCALAR)
+def _two_prod32_as(a, b, fast):
+    if fast:
+        return _two_prod32_fast(a, b)
+    return _two_prod32(a, b)
+
+
 @overload(_two_prod, inline="always")
-def _two_prod_impl(a, b):
+def _two_prod_impl(a, b, fast=False):
     if isinstance(a, types.Float) and a.bitwidth == 32:
-        return lambda a, b: _two_prod32(a, b)
-    return lambda a, b: _two_prod64(a, b)
+        return lambda a, b, fast=False: _two_prod32_as(a, b, fast)
+    return lambda a, b, fast=False: _two_prod64_as(a, b, fast)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,16 +250,52 @@ def _fma32(a, b, c):
     return np.float32(_round_to_odd(s, t))
 
 
-def _fma(a, b, c):
-    """``RN(a*b + c)`` as the twin emulates it (compiled only)."""
+@njit(**_SCALAR)
+def _fma64_fast(a, b, c):
+    """The twin's FMA (:func:`_fma64`) by the hardware FMA where that gives its bits: the product in
+    :func:`_product_in_range` and ``|c| <= 2**1020`` (the emulation is then exact up to its last
+    rounding, which is correct: Boldo and Melquiond 2008), or a zero product (the twin's ``a*b + c``);
+    NaN elsewhere (see :func:`_two_prod64_fast`)."""
+    z = _fma_hardware(a, b, c)
+    q = abs(a * b)
+    ok = ((q >= _FAST_LO) & (q <= _FAST_HI) & (abs(c) <= _FAST_HI)) | (a == 0) | (b == 0)
+    return z if ok else np.nan
+
+
+@njit(**_SCALAR)
+def _fma32_fast(a, b, c):
+    """The twin's float32 FMA (:func:`_fma32`, correctly rounded for every finite ``c``) by the
+    hardware FMA; NaN where ``c`` is not finite (there the twin computes ``a*b + c``, which differs
+    from the FMA when ``a*b`` overflows)."""
+    z = _fma_hardware(a, b, c)
+    return z if np.isfinite(c) else np.float32(np.nan)
+
+
+def _fma(a, b, c, fast=False):
+    """``RN(a*b + c)`` as the twin emulates it (compiled only); with ``fast``, by the hardware FMA,
+    the twin's bits or a NaN (:func:`_fma64_fast`, :func:`_fma32_fast`)."""
     raise NotImplementedError
 
 
+@njit(**_SCALAR)
+def _fma64_as(a, b, c, fast):
+    if fast:
+        return _fma64_fast(a, b, c)
+    return _fma64(a, b, c)
+
+
+@njit(**_SCALAR)
+def _fma32_as(a, b, c, fast):
+    if fast:
+        return _fma32_fast(a, b, c)
+    return _fma32(a, b, c)
+
+
 @overload(_fma, inline="always")
-def _fma_impl(a, b, c):
+def _fma_impl(a, b, c, fast=False):
     if isinstance(a, types.Float) and a.bitwidth == 32:
-        return lambda a, b, c: _fma32(a, b, c)
-    return lambda a, b, c: _fma64(a, b, c)
+        return lambda a, b, c, fast=False: _fma32_as(a, b, c, fast)
+    return lambda a, b, c, fast=False: _fma64_as(a, b, c, fast)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,9 +331,9 @@ def _dw_add_accurate(xh, xl, yh, yl):
 
 
 @njit(**_SCALAR)
-def _dw_times_fp1(xh, xl, y):
+def _dw_times_fp1(xh, xl, y, fast=False):
     """JMP Algorithm 7 (twin: :func:`expansions.dw.cpu.dw_times_fp1`)."""
-    ch, cl1 = _two_prod(xh, y)
+    ch, cl1 = _two_prod(xh, y, fast)
     cl2 = xl * y
     th, tl1 = _fast_two_sum(ch, cl2)
     tl2 = tl1 + cl1
@@ -240,26 +341,26 @@ def _dw_times_fp1(xh, xl, y):
 
 
 @njit(**_SCALAR)
-def _dw_times_fp2(xh, xl, y):
+def _dw_times_fp2(xh, xl, y, fast=False):
     """JMP Algorithm 8 (twin: :func:`expansions.dw.cpu.dw_times_fp2`)."""
-    ch, cl1 = _two_prod(xh, y)
+    ch, cl1 = _two_prod(xh, y, fast)
     cl2 = xl * y
     cl3 = cl1 + cl2
     return _fast_two_sum(ch, cl3)
 
 
 @njit(**_SCALAR)
-def _dw_times_fp3(xh, xl, y):
+def _dw_times_fp3(xh, xl, y, fast=False):
     """JMP Algorithm 9 (twin: :func:`expansions.dw.cpu.dw_times_fp3`)."""
-    ch, cl1 = _two_prod(xh, y)
-    cl3 = _fma(xl, y, cl1)
+    ch, cl1 = _two_prod(xh, y, fast)
+    cl3 = _fma(xl, y, cl1, fast)
     return _fast_two_sum(ch, cl3)
 
 
 @njit(**_SCALAR)
-def _dw_times_dw1(xh, xl, yh, yl):
+def _dw_times_dw1(xh, xl, yh, yl, fast=False):
     """JMP Algorithm 10 (twin: :func:`expansions.dw.cpu.dw_times_dw1`)."""
-    ch, cl1 = _two_prod(xh, yh)
+    ch, cl1 = _two_prod(xh, yh, fast)
     tl1 = xh * yl
     tl2 = xl * yh
     cl2 = tl1 + tl2
@@ -268,31 +369,31 @@ def _dw_times_dw1(xh, xl, yh, yl):
 
 
 @njit(**_SCALAR)
-def _dw_times_dw2(xh, xl, yh, yl):
+def _dw_times_dw2(xh, xl, yh, yl, fast=False):
     """JMP Algorithm 11 (twin: :func:`expansions.dw.cpu.dw_times_dw2`)."""
-    ch, cl1 = _two_prod(xh, yh)
+    ch, cl1 = _two_prod(xh, yh, fast)
     tl = xh * yl
-    cl2 = _fma(xl, yh, tl)
+    cl2 = _fma(xl, yh, tl, fast)
     cl3 = cl1 + cl2
     return _fast_two_sum(ch, cl3)
 
 
 @njit(**_SCALAR)
-def _dw_times_dw3(xh, xl, yh, yl):
+def _dw_times_dw3(xh, xl, yh, yl, fast=False):
     """JMP Algorithm 12 (twin: :func:`expansions.dw.cpu.dw_times_dw3`)."""
-    ch, cl1 = _two_prod(xh, yh)
+    ch, cl1 = _two_prod(xh, yh, fast)
     tl0 = xl * yl
-    tl1 = _fma(xh, yl, tl0)
-    cl2 = _fma(xl, yh, tl1)
+    tl1 = _fma(xh, yl, tl0, fast)
+    cl2 = _fma(xl, yh, tl1, fast)
     cl3 = cl1 + cl2
     return _fast_two_sum(ch, cl3)
 
 
 @njit(**_SCALAR)
-def _dw_div_fp1(xh, xl, y):
+def _dw_div_fp1(xh, xl, y, fast=False):
     """JMP Algorithm 13 (twin: :func:`expansions.dw.cpu.dw_div_fp1`)."""
     th = xh / y
-    pih, pil = _two_prod(th, y)
+    pih, pil = _two_prod(th, y, fast)
     dh, d1 = _two_sum(xh, -pih)
     d2 = xl - pil
     dl = d1 + d2
@@ -302,10 +403,10 @@ def _dw_div_fp1(xh, xl, y):
 
 
 @njit(**_SCALAR)
-def _dw_div_fp2(xh, xl, y):
+def _dw_div_fp2(xh, xl, y, fast=False):
     """JMP Algorithm 14 (twin: :func:`expansions.dw.cpu.dw_div_fp2`)."""
     th = xh / y
-    pih, pil = _two_prod(th, y)
+    pih, pil = _two_prod(th, y, fast)
     dh = xh - pih
     dl = xl - pil
     d = dh + dl
@@ -314,10 +415,10 @@ def _dw_div_fp2(xh, xl, y):
 
 
 @njit(**_SCALAR)
-def _dw_div_fp3(xh, xl, y):
+def _dw_div_fp3(xh, xl, y, fast=False):
     """JMP Algorithm 15 (twin: :func:`expansions.dw.cpu.dw_div_fp3`)."""
     th = xh / y
-    pih, pil = _two_prod(th, y)
+    pih, pil = _two_prod(th, y, fast)
     dh = xh - pih
     dt = dh - pil
     d = dt + xl
@@ -326,10 +427,10 @@ def _dw_div_fp3(xh, xl, y):
 
 
 @njit(**_SCALAR)
-def _dw_div_dw1(xh, xl, yh, yl):
+def _dw_div_dw1(xh, xl, yh, yl, fast=False):
     """JMP Algorithm 16 (twin: :func:`expansions.dw.cpu.dw_div_dw1`)."""
     th = xh / yh
-    rh, rl = _dw_times_fp1(yh, yl, th)
+    rh, rl = _dw_times_fp1(yh, yl, th, fast)
     pih, pil = _two_sum(xh, -rh)
     dh = pil - rl
     dl = dh + xl
@@ -339,10 +440,10 @@ def _dw_div_dw1(xh, xl, yh, yl):
 
 
 @njit(**_SCALAR)
-def _dw_div_dw2(xh, xl, yh, yl):
+def _dw_div_dw2(xh, xl, yh, yl, fast=False):
     """JMP Algorithm 17 (twin: :func:`expansions.dw.cpu.dw_div_dw2`)."""
     th = xh / yh
-    rh, rl = _dw_times_fp1(yh, yl, th)
+    rh, rl = _dw_times_fp1(yh, yl, th, fast)
     pih = xh - rh
     dl = xl - rl
     d = pih + dl
@@ -351,16 +452,16 @@ def _dw_div_dw2(xh, xl, yh, yl):
 
 
 @njit(**_SCALAR)
-def _dw_div_dw3(xh, xl, yh, yl):
+def _dw_div_dw3(xh, xl, yh, yl, fast=False):
     """JMP Algorithm 18 (twin: :func:`expansions.dw.cpu.dw_div_dw3`)."""
     one = _c(yh, 1.0)
     th = one / yh
-    rh = _fma(-yh, th, one)
+    rh = _fma(-yh, th, one, fast)
     rl = -(yl * th)
     eh, el = _fast_two_sum(rh, rl)
-    dh, dl = _dw_times_fp3(eh, el, th)
+    dh, dl = _dw_times_fp3(eh, el, th, fast)
     mh, ml = _dw_plus_fp(dh, dl, th)
-    return _dw_times_dw3(xh, xl, mh, ml)
+    return _dw_times_dw3(xh, xl, mh, ml, fast)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,22 +547,22 @@ def _dg_mul22(ah, al, bh, bl):
 
 
 @njit(**_SCALAR)
-def _ww_mul(ah, al, bh, bl):
+def _ww_mul(ah, al, bh, bl, fast=False):
     """Warwick's Algorithm 8 (twin: :func:`expansions.dw.cpu.ww_mul`)."""
-    sh, sl = _two_prod(ah, bh)
-    sl = _fma(al, bl, sl)
-    sl = _fma(ah, bl, sl)
-    sl = _fma(al, bh, sl)
+    sh, sl = _two_prod(ah, bh, fast)
+    sl = _fma(al, bl, sl, fast)
+    sl = _fma(ah, bl, sl, fast)
+    sl = _fma(al, bh, sl, fast)
     return _fast_two_sum(sh, sl)
 
 
 @njit(**_SCALAR)
-def _ww_div(ah, al, bh, bl):
+def _ww_div(ah, al, bh, bl, fast=False):
     """Warwick's Algorithm 9 (twin: :func:`expansions.dw.cpu.ww_div`)."""
     sh = ah / bh
-    th, tl = _two_prod(sh, bh)
+    th, tl = _two_prod(sh, bh, fast)
     v = (ah - th) + (al - tl)
-    sl = _fma(-sh, bl, v) / bh
+    sl = _fma(-sh, bl, v, fast) / bh
     return _fast_two_sum(sh, sl)
 
 
@@ -470,10 +571,10 @@ def _ww_div(ah, al, bh, bl):
 
 
 @njit(**_SCALAR)
-def _dw_sqrt(xh, xl):
+def _dw_sqrt(xh, xl, fast=False):
     """SQRTDWtoDW, Lefèvre et al. 2023, Algorithm 8 (twin: :func:`expansions.dw.cpu.dw_sqrt`)."""
     sh = np.sqrt(xh)
-    r1 = _fma(-sh, sh, xh)
+    r1 = _fma(-sh, sh, xh, fast)
     r2 = xl + r1
     sl = r2 / (_c(xh, 2.0) * sh)
     zh, zl = _fast_two_sum(sh, sl)
@@ -495,15 +596,16 @@ _OP = {name: i for i, name in enumerate(_TABLE)}  # the operation numbers the lo
 
 
 @njit(**_SCALAR)
-def _apply(op, a, b, c, d):
-    """The scalar function number ``op`` (of :data:`_OP`) on its first operands, as a pair."""
+def _apply(op, a, b, c, d, fast=False):
+    """The scalar function number ``op`` (of :data:`_OP`) on its first operands, as a pair; ``fast``
+    as in :func:`_two_prod` (the algorithms' products and FMAs by the hardware FMA)."""
     z = a - a
     if op == 0:
         return _two_sum(a, b)
     if op == 1:
         return _fast_two_sum(a, b)
     if op == 2:
-        return _two_prod(a, b)
+        return _two_prod(a, b, fast)
     if op == 3:
         return _dg_add12(a, b)
     if op == 4:
@@ -511,9 +613,9 @@ def _apply(op, a, b, c, d):
     if op == 5:
         return _dg_split(a)
     if op == 6:
-        return _dw_sqrt(a, b)
+        return _dw_sqrt(a, b, fast)
     if op == 7:
-        return _fma(a, b, c), z
+        return _fma(a, b, c, fast), z
     if op == 8:
         return a / b, z
     if op == 9:
@@ -525,29 +627,29 @@ def _apply(op, a, b, c, d):
     if op == 12:
         return _dw_add_accurate(a, b, c, d)
     if op == 13:
-        return _dw_times_fp1(a, b, c)
+        return _dw_times_fp1(a, b, c, fast)
     if op == 14:
-        return _dw_times_fp2(a, b, c)
+        return _dw_times_fp2(a, b, c, fast)
     if op == 15:
-        return _dw_times_fp3(a, b, c)
+        return _dw_times_fp3(a, b, c, fast)
     if op == 16:
-        return _dw_times_dw1(a, b, c, d)
+        return _dw_times_dw1(a, b, c, d, fast)
     if op == 17:
-        return _dw_times_dw2(a, b, c, d)
+        return _dw_times_dw2(a, b, c, d, fast)
     if op == 18:
-        return _dw_times_dw3(a, b, c, d)
+        return _dw_times_dw3(a, b, c, d, fast)
     if op == 19:
-        return _dw_div_fp1(a, b, c)
+        return _dw_div_fp1(a, b, c, fast)
     if op == 20:
-        return _dw_div_fp2(a, b, c)
+        return _dw_div_fp2(a, b, c, fast)
     if op == 21:
-        return _dw_div_fp3(a, b, c)
+        return _dw_div_fp3(a, b, c, fast)
     if op == 22:
-        return _dw_div_dw1(a, b, c, d)
+        return _dw_div_dw1(a, b, c, d, fast)
     if op == 23:
-        return _dw_div_dw2(a, b, c, d)
+        return _dw_div_dw2(a, b, c, d, fast)
     if op == 24:
-        return _dw_div_dw3(a, b, c, d)
+        return _dw_div_dw3(a, b, c, d, fast)
     if op == 25:
         return _qd_add_sloppy(a, b, c, d)
     if op == 26:
@@ -557,8 +659,8 @@ def _apply(op, a, b, c, d):
     if op == 28:
         return _dg_mul22(a, b, c, d)
     if op == 29:
-        return _ww_mul(a, b, c, d)
-    return _ww_div(a, b, c, d)
+        return _ww_mul(a, b, c, d, fast)
+    return _ww_div(a, b, c, d, fast)
 
 
 _BRANCHES = ("two_sum", "fast_two_sum", "two_prod", "dg_add12", "dg_mul12", "dg_split", "dw_sqrt", "fma", "div",
@@ -567,9 +669,6 @@ _BRANCHES = ("two_sum", "fast_two_sum", "two_prod", "dg_add12", "dg_mul12", "dg_
              "dw_div_fp3", "dw_div_dw1", "dw_div_dw2", "dw_div_dw3", "qd_add_sloppy", "qd_add_ieee", "dg_add22",
              "dg_mul22", "ww_mul", "ww_div")
 assert _BRANCHES == tuple(_OP), "the branches of _apply must follow _TABLE"
-
-
-_BLOCK = 4096  # elements per block in dw_binary / dw_unary: one serial loop, blocks in parallel
 
 
 @njit(**_KERNEL)
@@ -662,11 +761,7 @@ def split_constant(dtype) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# the fused entry points of the dispatch: (count, 2) in, (count, 2) out, non-finite rule included
-
-#: the double-word x double-word algorithms the dispatch can call, and the operation each computes
-BINARY = {name: a.operation for name, a in ALGORITHMS.items() if a.operands == ("dw", "dw")}
-_KIND = {"add": 0, "mul": 1, "div": 2}
+# the non-finite rule of a row (the sequential baselines' epilogue)
 
 
 @njit(**_SCALAR)
@@ -701,128 +796,3 @@ def nonfinite_row(s, i, x, y, leading, binary):
     for k in range(s.shape[1]):
         s[i, k] = _c(leading, 0.0)
     s[i, 0] = w
-
-
-@njit(**_SCALAR)
-def _double_word_rule(h, lo, x0, x1, y0, y1, leading, binary):
-    """``_double_word``'s rule on one result ``(h, lo)`` of operands ``(x0, x1)`` and ``(y0, y1)`` (or
-    ``(x0, x1)`` alone when ``binary`` is False): :func:`nonfinite_row` for R = 2, then (NaN, 0) where
-    the leading result is NaN (0/0, inf - inf, the square root of a negative number)."""
-    t = (h - h) + (lo - lo) + (x0 - x0) + (x1 - x1)  # zero exactly when these are finite
-    if binary:
-        t = t + (y0 - y0) + (y1 - y1)
-    if t == 0 and not np.isnan(leading):  # the common case: nothing to do
-        return h, lo
-    zero = _c(leading, 0.0)
-    bad_x = not (np.isfinite(x0) and np.isfinite(x1))
-    bad_y = binary and not (np.isfinite(y0) and np.isfinite(y1))
-    anybad = bad_x or bad_y
-    if anybad or not (np.isfinite(h) and np.isfinite(lo)):
-        w = leading
-        if bad_x and np.isfinite(x0):
-            w = _c(leading, np.nan)
-        if bad_y and np.isfinite(y0):
-            w = _c(leading, np.nan)
-        if not anybad:
-            w = _c(leading, -np.inf) if leading < 0 else _c(leading, np.inf)
-        if np.isnan(w):
-            w = _c(leading, np.nan)
-        h, lo = w, zero
-    if np.isnan(leading):
-        h, lo = _c(leading, np.nan), zero
-    return h, lo
-
-
-@njit(**_SCALAR)
-def _leading(kind, x0, y0):
-    """The leading-term IEEE result of operation ``kind``: 0 add, 1 mul, 2 div, 3 sqrt (of x0)."""
-    if kind == 0:
-        return x0 + y0
-    if kind == 1:
-        return x0 * y0
-    if kind == 2:
-        return x0 / y0
-    return np.sqrt(x0)
-
-
-@njit(**_SCALAR)
-def _dw_block(op, kind, x, y, out):
-    """One block of :func:`dw_binary` / :func:`dw_unary` on flat (2m,) arrays (high, low, high, ...):
-    the algorithm's result into ``out``, and the number of rows where the non-finite rule may change
-    it (a non-finite operand word, result word or leading result), which the caller then fixes.
-    ``op`` and ``kind`` are compile-time constants; the loop has no branch and vectorizes."""
-    literally(op)
-    literally(kind)
-    flagged = 0
-    for i in range(x.shape[0] // 2):
-        x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
-        h, lo = _apply(op, x0, x1, y0, y1)
-        leading = _leading(kind, x0, y0)
-        out[2 * i] = h
-        out[2 * i + 1] = lo
-        t = (h - h) + (lo - lo) + (x0 - x0) + (x1 - x1) + (y0 - y0) + (y1 - y1) + (leading - leading)
-        flagged += t != 0  # t is 0 exactly when all of these are finite
-    return flagged
-
-
-@functools.cache
-def _dw_kernel(op: int, kind: int):
-    """The parallel loop over the blocks of :func:`_dw_block`; returns the number of flagged rows.
-    ``op`` and ``kind`` are constants of the loop (closure variables, by which numba's cache keys it)."""
-
-    @njit(**_KERNEL)
-    def loop(x, y, out):
-        n = x.shape[0] // 2
-        flagged = 0
-        for k in prange((n + _BLOCK - 1) // _BLOCK):
-            lo, hi = 2 * k * _BLOCK, 2 * min(n, (k + 1) * _BLOCK)
-            flagged += _dw_block(op, kind, x[lo:hi], y[lo:hi], out[lo:hi])
-        return flagged
-
-    return loop
-
-
-@njit(**_KERNEL)
-def _dw_fix(kind, x, y, out):
-    """The non-finite rule on every row of a result of :func:`_dw_block` (it leaves finite rows as
-    they are); run only when some row was flagged."""
-    for i in prange(x.shape[0] // 2):
-        x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
-        out[2 * i], out[2 * i + 1] = _double_word_rule(out[2 * i], out[2 * i + 1], x0, x1, y0, y1,
-                                                       _leading(kind, x0, y0), kind != 3)
-
-
-def _dw_run(name, kind, x, y):
-    out = np.empty_like(x)
-    xf, yf, of = x.reshape(-1), y.reshape(-1), out.reshape(-1)
-    if _dw_kernel(_OP[name], kind)(xf, yf, of):
-        _dw_fix(kind, xf, yf, of)
-    return out
-
-
-def dw_binary(name: str, x, y):
-    """The double-word algorithm ``name`` (a key of :data:`BINARY`) on (count, 2) arrays ``x`` and ``y``,
-    then the non-finite rule: equal bit for bit to ``backends.cpu.dw_binary(name, kind, x, y)`` (``kind``
-    the algorithm's operation; a subtraction is an addition of ``-y``)."""
-    if name not in BINARY:
-        raise ValueError(f"unknown double-word algorithm {name!r}; expected one of {sorted(BINARY)}")
-    x, y = _pairs(name, x, y)
-    return _dw_run(name, _KIND[BINARY[name]], x, y)
-
-
-def dw_unary(name: str, x):
-    """The double-word square root (``name`` = ``'dw_sqrt'``) of the (count, 2) array ``x``, then the
-    non-finite rule: equal bit for bit to ``backends.cpu.dw_unary('dw_sqrt', x)``."""
-    if name != "dw_sqrt":
-        raise ValueError(f"unknown unary double-word algorithm {name!r}; expected 'dw_sqrt'")
-    (x,) = _pairs(name, x)
-    return _dw_run(name, 3, x, x)
-
-
-def _pairs(name, *operands):
-    arrays = [np.ascontiguousarray(a) for a in operands]
-    for a in arrays:
-        if a.ndim != 2 or a.shape[1] != 2 or a.shape[0] != arrays[0].shape[0]:
-            raise ValueError(f"{name}: expected (count, 2) arrays, got shapes {[b.shape for b in arrays]}")
-    _common_dtype(name, arrays)
-    return arrays

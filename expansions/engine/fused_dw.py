@@ -1,0 +1,302 @@
+"""The library's R = 2 operations on the CPU, one compiled loop each (issue 28).
+
+``x + y``, ``x - y``, ``x * y``, ``x / y`` and ``sqrt(x)`` at R = 2 run a double-word algorithm of
+:mod:`expansions.dw` (``R2_DEFAULTS``, or any ``R2_METHODS`` name), then the library's non-finite rule,
+then the two-term renormalization.  The twins run that as a composition of whole-array passes
+(:func:`expansions.dispatch.run` on ``backends.cpu``: the algorithm, ``_double_word_finish`` in
+``expansions/backends.py``, ``renormalize(out, 2)``); the GPU as one ``dw_operation`` launch
+(``expansions/cuda/dw.cuh``).  Here it is one numba loop over the rows, the transpose of the GPU's
+layout: consecutive rows on the lanes of the SIMD registers, every intermediate in registers, nothing
+allocated but the output.  Same bits as the twins' composition, NaN included
+(``tests/test_engine_fused_dw.py``).
+
+How a loop gets the twins' bits and still vectorizes: a block of rows runs two passes.
+
+1. The fast pass, branch-free: the algorithm with ``fast=True`` (its two-products and FMAs by one
+   hardware FMA each, :func:`expansions.engine.dw._two_prod`), then the renormalization, which on a
+   finite pair ``(h, lo)`` with ``RN(h + lo) = h`` (what every algorithm's last Fast2Sum or 2Sum
+   returns, its error being exact) is ``(h + 0, lo + 0)``: there
+   :func:`expansions.cpu.kernels.renormalize_pair`'s first 2Sum returns ``(RN(h + lo), lo)`` with a
+   zero ``lo`` as +0, its second leaves that pair as it is but for a -0 sum, which becomes +0, and
+   its epilogue does nothing; ``x + 0`` is ``x`` but for -0, which becomes +0.  It counts the rows
+   where an operand word, the leading-term IEEE result or an output word is not finite, or where
+   ``RN(h + lo) != h`` (:func:`_flag`).
+2. Only when that count is not zero: those rows again, by the twins' operations (the FMA and
+   two-product emulations, :func:`_exact_row`), with the non-finite rule and the full
+   ``renormalize_pair``.
+
+A row the fast pass leaves unflagged has finite operands, a finite leading result and a finite output:
+there the rule and the renormalization's epilogue change nothing, and the fast algorithm computed
+the twin's bits, because the hardware FMA is correctly rounded and so equals the twins' emulations
+wherever those are exact; where they may not be (float64 products outside ``[2**-900, 2**1020]``, an
+infinite FMA addend) the fast functions return a NaN, which flags the row.  The twins compute the
+operations in the same order, so no other difference is possible.
+
+Blocks of :data:`BLOCK` rows run in parallel (``prange``, numba's thread count; one thread after
+``numba.set_num_threads(1)``); below :data:`SERIAL_BELOW` rows the blocks run one after the other on
+the calling thread (no thread start-up).  Each (algorithm, renormalization) loop is compiled on first
+use, per dtype, and cached on disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+from numba import literally, njit, prange, types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from ..dw import ALGORITHMS
+from . import dw as _dw
+from .dw import _KERNEL, _OP, _SCALAR, _c, _two_sum
+
+#: the double-word x double-word algorithms of the library's binary operations, and their operation
+BINARY = {name: a.operation for name, a in ALGORITHMS.items() if a.operands == ("dw", "dw")}
+#: the unary ones (the square root)
+UNARY = {name: a.operation for name, a in ALGORITHMS.items() if a.operands == ("dw",)}
+_KIND = {"add": 0, "mul": 1, "div": 2, "sqrt": 3}
+_NAMES = {number: name for name, number in _OP.items()}
+
+#: Rows per block: the fast pass, and the exact pass on its flagged rows, run on one block at a
+#: time (48 KiB of operands and result at float64: the second pass finds them in the cache).
+BLOCK = 1024
+#: Below this many rows the loop runs serially on the calling thread: waking numba's threads costs
+#: a few microseconds on an idle core (and a scheduler slice, milliseconds, on a busy one), a serial
+#: call on 8192 rows (float64) about 40; ``python -m bench.r2_fused --rounds 0 --threshold`` measures
+#: both (bench/results/r2_fused_*).
+SERIAL_BELOW = 8192
+
+
+# ---------------------------------------------------------------------------------------------
+# one row by the twins' operations: the algorithm, the non-finite rule, the renormalization
+
+
+def _algorithm(op, a, b, c, d, fast):
+    """The scalar function of algorithm number ``op`` (of ``dw._OP``, a compile-time constant) on the
+    words ``(a, b)`` and ``(c, d)`` (``(a, b)`` alone for the square root), with ``fast`` where it
+    takes it (compiled only).  Unlike ``dw._apply``, only that algorithm is compiled."""
+    raise NotImplementedError
+
+
+@overload(_algorithm, prefer_literal=True)
+def _algorithm_impl(op, a, b, c, d, fast):
+    if not isinstance(op, types.IntegerLiteral):
+        raise TypingError("_algorithm: the algorithm number must be a compile-time constant")
+    name = _NAMES[op.literal_value]
+    fn = getattr(_dw, "_" + name)
+    with_fast = "fast" in inspect.signature(fn.py_func).parameters
+    if name in UNARY:
+        return lambda op, a, b, c, d, fast: fn(a, b, fast)
+    if with_fast:
+        return lambda op, a, b, c, d, fast: fn(a, b, c, d, fast)
+    return lambda op, a, b, c, d, fast: fn(a, b, c, d)
+
+
+@njit(**_SCALAR)
+def _leading(kind, x0, y0):
+    """The leading-term IEEE result of operation ``kind``: 0 add, 1 mul, 2 div, 3 sqrt (of x0)."""
+    if kind == 0:
+        return x0 + y0
+    if kind == 1:
+        return x0 * y0
+    if kind == 2:
+        return x0 / y0
+    return np.sqrt(x0)
+
+
+@njit(**_SCALAR)
+def _double_word_rule(h, lo, x0, x1, y0, y1, leading, binary):
+    """The library's non-finite rule on one result ``(h, lo)`` of operands ``(x0, x1)`` and ``(y0,
+    y1)`` (``(x0, x1)`` alone when ``binary`` is False), twin: ``_double_word_finish`` in
+    ``expansions/backends.py``: an operand with a non-finite word gives ``(w, 0)``, ``w`` the leading
+    result or NaN where that operand's leading word is finite; else a non-finite result word gives
+    ``(±inf, 0)`` with the sign of ``leading < 0``; a NaN leading result gives (NaN, 0).  NaN is the
+    canonical quiet NaN."""
+    zero = _c(leading, 0.0)
+    bad_x = not (np.isfinite(x0) and np.isfinite(x1))
+    bad_y = binary and not (np.isfinite(y0) and np.isfinite(y1))
+    anybad = bad_x or bad_y
+    if anybad or not (np.isfinite(h) and np.isfinite(lo)):
+        w = leading
+        if bad_x and np.isfinite(x0):
+            w = _c(leading, np.nan)
+        if bad_y and np.isfinite(y0):
+            w = _c(leading, np.nan)
+        if not anybad:
+            w = _c(leading, -np.inf) if leading < 0 else _c(leading, np.inf)
+        if np.isnan(w):
+            w = _c(leading, np.nan)
+        h, lo = w, zero
+    if np.isnan(leading):
+        h, lo = _c(leading, np.nan), zero
+    return h, lo
+
+
+@njit(**_SCALAR)
+def _renormalize_pair(hi, lo):
+    """Twin: :func:`expansions.cpu.kernels.renormalize_pair` (``renormalize(x, 2)``, bit for bit): two
+    2Sums, +0 for a zero tail, and the non-finite epilogue with the first 2Sum's sum as the leading
+    result."""
+    e_hi, e_lo = _two_sum(hi, lo)
+    t_hi, t_lo = _two_sum(e_hi, e_lo)
+    zero = _c(hi, 0.0)
+    out_lo = t_lo if t_lo != 0 else zero
+    bad = not (np.isfinite(hi) and np.isfinite(lo))
+    if not bad and np.isfinite(t_hi) and np.isfinite(out_lo):
+        return t_hi, out_lo
+    w = e_hi
+    if bad and np.isfinite(hi):
+        w = _c(hi, np.nan)
+    if not bad:
+        w = _c(hi, -np.inf) if e_hi < 0 else _c(hi, np.inf)
+    if np.isnan(w):
+        w = _c(hi, np.nan)
+    return w, zero
+
+
+@njit(**_SCALAR)
+def _flag(kind, renormalize, x0, x1, y0, y1, h, lo):
+    """Whether the row needs the exact pass: some operand word, the leading-term IEEE result or an
+    output word ``(h, lo)`` is not finite (then their sum is inf or NaN, and ``s - s`` is NaN), or,
+    with ``renormalize``, ``RN(h + lo) != h`` (the fast pass's renormalization does not apply).  A
+    finite sum that overflows flags a row too, which the exact pass then computes again: the same bits."""
+    s = x0 + x1 + _leading(kind, x0, y0) + h + lo
+    if kind != 3:
+        s += y0 + y1
+    bad = (s - s) != 0
+    if renormalize:
+        bad |= (h + lo) != h
+    return bad
+
+
+@njit(**_SCALAR)
+def _exact_row(op, kind, renormalize, x0, x1, y0, y1):
+    """One row as the twins compute it: algorithm ``op`` (of ``dw._OP``) by the FMA and two-product
+    emulations, the non-finite rule of operation ``kind``, then (``renormalize``) the renormalization."""
+    h, lo = _algorithm(op, x0, x1, y0, y1, False)
+    leading = _leading(kind, x0, y0)
+    h, lo = _double_word_rule(h, lo, x0, x1, y0, y1, leading, kind != 3)
+    if renormalize:
+        h, lo = _renormalize_pair(h, lo)
+    return h, lo
+
+
+# ---------------------------------------------------------------------------------------------
+# the loops
+
+
+@njit(**_SCALAR)
+def _block(op, kind, renormalize, x, y, out, negate):
+    """The two passes (module docstring) on one block, flat (2m,) arrays (high, low, high, ...): the
+    result into ``out``; returns the number of rows the fast pass flagged.  ``y`` is negated as it is
+    read when ``negate`` (a subtraction), unused for the square root (pass ``x``).  ``op``, ``kind``
+    and ``renormalize`` are compile-time constants (``literally``): the fast pass has no branch left,
+    and LLVM vectorizes it (``tests/test_engine_fused_dw.py`` checks the machine code)."""
+    literally(op)
+    literally(kind)
+    literally(renormalize)
+    m = x.shape[0] // 2
+    flagged = 0
+    for i in range(m):
+        x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
+        if negate:
+            y0, y1 = -y0, -y1
+        h, lo = _algorithm(op, x0, x1, y0, y1, True)
+        if renormalize:  # renormalize_pair of a pair with RN(h + lo) = h (others are flagged)
+            zero = _c(h, 0.0)
+            h, lo = h + zero, lo + zero
+        out[2 * i] = h
+        out[2 * i + 1] = lo
+        flagged += _flag(kind, renormalize, x0, x1, y0, y1, h, lo)
+    if flagged:
+        for i in range(m):
+            x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
+            if negate:
+                y0, y1 = -y0, -y1
+            if _flag(kind, renormalize, x0, x1, y0, y1, out[2 * i], out[2 * i + 1]):
+                out[2 * i], out[2 * i + 1] = _exact_row(op, kind, renormalize, x0, x1, y0, y1)
+    return flagged
+
+
+@functools.cache
+def _loops(op: int, kind: int, renormalize: bool):
+    """``(serial, parallel)``: the loops of algorithm number ``op`` (of ``dw._OP``) of operation
+    ``kind``, each called as ``f(x, y, out, negate)`` on (count, 2) C-contiguous arrays, running
+    :func:`_block` on each block of :data:`BLOCK` rows, the blocks one after the other (``serial``) or
+    in a ``prange`` (``parallel``); both return the number of rows the fast pass flagged.  ``op``,
+    ``kind`` and ``renormalize`` are constants of the loops (closure variables, by which numba's
+    cache keys them).  Two functions, not one compiled twice: the cache keys a function by its code
+    and closure, not by its options."""
+
+    @njit(**_SCALAR)
+    def serial(x, y, out, negate):
+        n = x.shape[0]
+        x, y, out = x.reshape(2 * n), y.reshape(2 * n), out.reshape(2 * n)
+        flagged = 0
+        for k in range((n + BLOCK - 1) // BLOCK):
+            lo, hi = 2 * k * BLOCK, 2 * min(n, (k + 1) * BLOCK)
+            flagged += _block(op, kind, renormalize, x[lo:hi], y[lo:hi], out[lo:hi], negate)
+        return flagged
+
+    @njit(**_KERNEL)
+    def parallel(x, y, out, negate):
+        n = x.shape[0]
+        x, y, out = x.reshape(2 * n), y.reshape(2 * n), out.reshape(2 * n)
+        flagged = 0
+        for k in prange((n + BLOCK - 1) // BLOCK):
+            lo, hi = 2 * k * BLOCK, 2 * min(n, (k + 1) * BLOCK)
+            flagged += _block(op, kind, renormalize, x[lo:hi], y[lo:hi], out[lo:hi], negate)
+        return flagged
+
+    return serial, parallel
+
+
+_ENTRIES: dict = {}  # (name, binary, renormalize) -> (serial, parallel), for operation()
+
+
+def _entry(name: str, binary: bool, renormalize: bool):
+    """The loops of :func:`operation` for algorithm ``name`` (ValueError for an unknown one)."""
+    table = BINARY if binary else UNARY
+    if name not in table:
+        raise ValueError(f"unknown {'binary' if binary else 'unary'} double-word algorithm {name!r}; "
+                         f"expected one of {sorted(table)}")
+    loops = _ENTRIES[name, binary, renormalize] = _loops(_OP[name], _KIND[table[name]], renormalize)
+    return loops
+
+
+def operation(name: str, x, y=None, negate_y: bool = False, renormalize: bool = False) -> np.ndarray:
+    """The library's R = 2 operation by double-word algorithm ``name`` on (count, 2) NumPy terms, one
+    loop: ``x op y`` (``x - y`` with ``negate_y``; ``name`` a key of :data:`BINARY`), or ``sqrt(x)``
+    (``y`` None, ``name`` 'dw_sqrt'), with the library's non-finite rule, renormalized with
+    ``renormalize``.  Returns a new (count, 2) array: the bits of the twins' composition
+    (:func:`expansions.dispatch.run` on ``backends.cpu``), and of the GPU's ``dw_operation``."""
+    binary, renormalize = y is not None, bool(renormalize)
+    loops = _ENTRIES.get((name, binary, renormalize)) or _entry(name, binary, renormalize)
+    x = np.ascontiguousarray(x)
+    y = np.ascontiguousarray(y) if binary else x
+    if x.ndim != 2 or x.shape[1] != 2 or y.shape != x.shape or y.dtype != x.dtype:
+        raise ValueError(f"{name}: expected (count, 2) operands of one dtype, got {x.shape} {x.dtype} and "
+                         f"{y.shape} {y.dtype}")
+    if x.dtype.char not in "df":
+        raise TypeError(f"{name}: expected float64 or float32 terms, got {x.dtype}")
+    out = np.empty_like(x)
+    loops[0 if x.shape[0] < SERIAL_BELOW else 1](x, y, out, bool(negate_y))
+    return out
+
+
+def dw_binary(name: str, x, y) -> np.ndarray:
+    """The double-word algorithm ``name`` (a key of :data:`BINARY`) on (count, 2) arrays ``x`` and
+    ``y``, then the non-finite rule (no renormalization): equal bit for bit to the twins backend's
+    ``dw_binary(name, kind, x, y)`` (``kind`` the algorithm's operation)."""
+    return operation(name, x, y)
+
+
+def dw_unary(name: str, x) -> np.ndarray:
+    """The double-word square root (``name`` = 'dw_sqrt') of the (count, 2) array ``x``, then the
+    non-finite rule: equal bit for bit to the twins backend's ``dw_unary('dw_sqrt', x)``."""
+    return operation(name, x)
+
+
+dw_operation = operation  # its name in expansions.engine
