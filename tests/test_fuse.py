@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -157,7 +158,7 @@ def _run_both(fn, args):
     return fused
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_random_programs_are_bit_identical(prog):
     R, dtype, shapes, fams, steps, n_out, seed = prog
