@@ -67,3 +67,29 @@ def test_every_dotted_name_exists(path):
         except (AttributeError, ModuleNotFoundError) as exc:
             missing.append(f"{name} ({type(exc).__name__}: {exc})")
     assert not missing, f"{path.relative_to(ROOT)} names what does not exist:\n  " + "\n  ".join(missing)
+
+
+def test_every_public_name_is_in_the_api_reference():
+    import expansions
+
+    text = "\n".join(p.read_text() for p in (ROOT / "docs" / "api").glob("*.md"))
+    documented = set(re.findall(r"^\.\. auto\w+:: (expansions\.[\w.]+)", text, flags=re.M))
+    missing = [n for n in expansions.__all__ if f"expansions.{n}" not in documented]
+    assert not missing, f"public names without an entry in docs/api/: {missing}"
+
+
+def test_results_files_are_pages_of_the_site():
+    """Every committed results file matches the site's include patterns, and the results page globs
+    each folder, so that a results file added later is rendered without an edit."""
+    from fnmatch import fnmatch
+
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    patterns = re.findall(r'"([^"]+\.md)"', conf.split("RESULTS = [", 1)[1].split("]", 1)[0])
+    files = sorted(ROOT.glob("bench/results/*.md")) + sorted(ROOT.glob("paper_repro/results/**/*.md"))
+    assert files
+    for f in files:
+        rel = str(f.relative_to(ROOT))
+        assert any(fnmatch(rel, p.replace("**", "*")) for p in patterns), rel
+    page = (ROOT / "docs" / "results.md").read_text()
+    for glob in ("/paper_repro/results/**", "/bench/results/*"):
+        assert glob in page
