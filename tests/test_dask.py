@@ -22,7 +22,8 @@ def same(a, b) -> bool:
     return a.terms.shape == b.terms.shape and np.array_equal(a.terms.view(np.uint8), b.terms.view(np.uint8))
 
 
-@pytest.fixture(scope="module", params=[1, 2, 3])
+#: one worker process by default; two and three (and the killed worker, the process scheduler) are slow
+@pytest.fixture(scope="module", params=[1, *(pytest.param(n, marks=pytest.mark.slow) for n in (2, 3))])
 def client(request):
     with distributed.LocalCluster(n_workers=request.param, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=40) as cluster, \
@@ -46,7 +47,7 @@ def test_reductions_bit_identical_on_a_cluster(client, R):
             assert same(v.compute(), want[k]), (k, chunks)
 
 
-@pytest.mark.parametrize("scheduler", ["threads", "processes", "synchronous"])
+@pytest.mark.parametrize("scheduler", ["threads", pytest.param("processes", marks=pytest.mark.slow), "synchronous"])
 def test_local_schedulers(scheduler):
     x = ex.random((200,), terms=3, seed=1)
     assert same(exd.sum(exd.from_array(x, 23)).compute(scheduler=scheduler), ex.sum(x))
@@ -91,6 +92,7 @@ def test_bad_input():
         exd.from_array(np.zeros(3))
 
 
+@pytest.mark.slow
 def test_a_killed_worker_never_gives_wrong_bits():
     """A worker process killed while the reduction runs: the computation either fails with Dask's
     error or is recomputed elsewhere, and then gives exactly the single-device bits."""
