@@ -18,6 +18,25 @@ settings.register_profile("dev", max_examples=20, deadline=None, suppress_health
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+def pytest_configure(config):
+    """With xdist workers, fill numba's disk cache first (tests/warm_numba.py, one process per term
+    dtype, in parallel), so that the workers do not each compile the engine's kernels.
+    EXPANSIONS_WARM_NUMBA=0 skips it."""
+    import subprocess
+
+    workers = getattr(config.option, "numprocesses", None)
+    if hasattr(config, "workerinput") or not workers or os.environ.get("EXPANSIONS_WARM_NUMBA") == "0":
+        return
+    from expansions import engine
+
+    if not engine.available():
+        return
+    script = str(Path(__file__).parent / "warm_numba.py")
+    procs = [subprocess.Popen([sys.executable, script, dt]) for dt in ("float64", "float32")]
+    for p in procs:
+        p.wait()
+
+
 # --cpu-durations=N: the N tests that took the most CPU time (this process and the processes it
 # waited for: g++, example scripts), beside pytest's --durations (wall time, which a shared machine
 # inflates).  With xdist each worker reports its own tests, in the workers' output.

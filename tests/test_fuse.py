@@ -191,7 +191,7 @@ def cpu_backend(request):
     backends.set_cpu_backend(None)
 
 
-@pytest.mark.parametrize("R", (2, 4, 8, 16, 32))
+@pytest.mark.parametrize("R", (2, 4, *(pytest.param(R, marks=pytest.mark.slow) for R in (8, 16, 32))))
 @pytest.mark.parametrize("dtype", ("float64", "float32"))
 def test_henon_horner_fma(R, dtype, cpu_backend):
     x = ex.from_terms(terms_of((5,), R, dtype, "random", R))
@@ -363,7 +363,7 @@ def _loop_cases(x, y, z):
             (_henon, (x, y, 1.375, 0.3125)), (mix, (x, y)), (newton, (x, y, z))]
 
 
-@pytest.mark.parametrize("R, dtype", [(3, "float64"), (8, "float32")])
+@pytest.mark.parametrize("R, dtype", [(3, "float64"), pytest.param(8, "float32", marks=pytest.mark.slow)])
 def test_loop_programs_are_bit_identical(R, dtype):
     fams = ("random", "verify", "nonfinite", "overflow", "zeros")
     x = ex.from_terms(np.concatenate([terms_of((6,), R, dtype, f, R + k) for k, f in enumerate(fams)]))

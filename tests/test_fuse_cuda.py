@@ -64,6 +64,7 @@ def _nvrtc_or_skip():
         pytest.skip(f"CuPy NVRTC unavailable ({type(exc).__name__}: {exc})")
 
 
+@pytest.mark.slow  # NVRTC compiles each program's kernel
 def test_program_kernels_compile_for_sm90():
     _nvrtc_or_skip()
     x = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
@@ -135,8 +136,9 @@ def emulated(fn, emulator, *args):
     return tuple(out) if many == "tuple" else out[0]
 
 
-@pytest.mark.parametrize("R, dtype", [(2, "float64"), (2, "float32"), (3, "float64"), (4, "float64"), (8, "float32"),
-                                      (16, "float64")])
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (2, "float32"), (3, "float64"),
+                                      *(pytest.param(*c, marks=pytest.mark.slow)
+                                        for c in ((4, "float64"), (8, "float32"), (16, "float64")))])
 def test_emulated_program_kernels_equal_the_cpu(emulator, R, dtype):
     fams = ("random", "verify", "nonfinite", "overflow", "zeros")
     x = ex.from_terms(np.concatenate([terms_of((7,), R, dtype, f, R + k) for k, f in enumerate(fams)]))
