@@ -16,6 +16,9 @@ import pytest
 from expansions.cuda import build
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the tests that read the module fixture ``compiled`` run on one xdist worker (--dist loadgroup), so
+#: that every instance is compiled once, not once per worker
+EVERY_INSTANCE = pytest.mark.xdist_group("nvrtc_every_instance")
 
 
 def _nvrtc_or_skip():
@@ -44,6 +47,7 @@ def compiled():
 
 
 @pytest.mark.slow  # NVRTC compiles every instance (minutes on 2 cores)
+@EVERY_INSTANCE
 def test_every_instance_compiles(compiled):
     tool, rows, _ = compiled
     archs, _ = tool.target_archs()
@@ -54,6 +58,7 @@ def test_every_instance_compiles(compiled):
 
 
 @pytest.mark.slow  # NVRTC compiles every instance (minutes on 2 cores)
+@EVERY_INSTANCE
 def test_no_spills_up_to_16_terms(compiled):
     tool, rows, _ = compiled
     bad = tool.spilling(rows)
@@ -61,6 +66,7 @@ def test_no_spills_up_to_16_terms(compiled):
 
 
 @pytest.mark.slow  # NVRTC compiles every instance (minutes on 2 cores)
+@EVERY_INSTANCE
 def test_resources_md_is_up_to_date(compiled):
     tool, rows, notes = compiled
     text = tool.OUTPUT.read_text()

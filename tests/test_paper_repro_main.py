@@ -45,3 +45,18 @@ def test_the_default_is_small_on_a_cpu_and_full_on_a_gpu():
     default, full = main.MODES["default"], main.MODES["full"]
     assert default["verify_samples"] < full["verify_samples"] and len(default["seeds"]) == 1
     assert full["seeds"] == main.SEED_MODULES and not full["tables_quick"] and not full["seeds_quick"]
+
+
+def test_the_guide_states_each_mode_as_it_is():
+    """docs/guide/start.md's table of the modes says what MODES holds."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "start.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    for mode, label in (("default", "default (CPU)"), ("full", "`--full` (and the default on a GPU)"),
+                        ("quick", "`--quick` (a smoke test, CI)")):
+        plan, row = main.MODES[mode], rows[label]
+        samples = plan["verify_samples"]
+        assert (f"{samples} cases per row" in row) or (samples == 10000 and "10^4 cases per row" in row), row
+        assert f"{plan['dw'][0]} cases, {plan['dw'][1]} rounds" in row, row
+        assert ("4096 expansions, 3 repeats" if plan["tables_quick"] else "16384 expansions, 5 repeats") in row, row
