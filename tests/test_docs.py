@@ -90,6 +90,6 @@ def test_results_files_are_pages_of_the_site():
     for f in files:
         rel = str(f.relative_to(ROOT))
         assert any(fnmatch(rel, p.replace("**", "*")) for p in patterns), rel
-    page = (ROOT / "docs" / "results.md").read_text()
+    page = (ROOT / "docs" / "results" / "index.md").read_text()
     for glob in ("/paper_repro/results/**", "/bench/results/*"):
         assert glob in page
