@@ -165,6 +165,7 @@ def test_emulated_shapes_and_one_term_divisor(emulator):
     assert_same(emulated(fn, emulator, x, e, a), ex.fuse(fn)(x, e, a))
 
 
+@pytest.mark.slow  # g++ builds each random program's kernel
 @settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.function_scoped_fixture])
@@ -229,7 +230,7 @@ def _elementary_program(R, dtype, functions):
     return g, outs
 
 
-@pytest.mark.parametrize("R, dtype", [(2, "float64"), (3, "float32")])
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), pytest.param(3, "float32", marks=pytest.mark.slow)])
 def test_emulated_program_of_elementary_functions_equals_the_twins(emulator, R, dtype):
     """The group functions of elementary.cuh inside one program kernel (group widened for sin's
     Payne-Hanek sums, the function table as the last argument) give the twins' bits."""

@@ -78,6 +78,7 @@ def test_non_finite_inputs_follow_the_rule():
     assert (got.terms[nonfinite, 1:] == 0).all()
 
 
+@pytest.mark.slow  # a subprocess that tunes a program (the API is tested above)
 def test_command_line():
     cmd = [sys.executable, "-m", "expansions", "tune", "paper_repro.seed004_tuning:axpc", "--rel-error", "1e-60",
            "--repeats", "1"]
