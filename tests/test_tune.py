@@ -49,6 +49,7 @@ def test_bad_input():
         ex.tune(lambda x: -x, ex.ones((4,), terms=4), rel_error=1e-10)
 
 
+@pytest.mark.slow  # tens of CPU seconds, more when profiling is noisy
 def test_henon_tuned_for_two_thresholds():
     def two_steps(x, y):
         return henon(x, y, 2)
