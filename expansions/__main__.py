@@ -1,4 +1,4 @@
-"""Command line: ``python -m expansions info``, ``python -m expansions verify`` and ``python -m expansions tune``."""
+"""Command line: ``python -m expansions info``, ``verify``, ``tune`` and ``docs``."""
 
 from __future__ import annotations
 
@@ -180,6 +180,31 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_docs(args) -> int:
+    """Build the documentation site (Sphinx, the ``docs`` extra) into docs/_build/html, warnings as
+    errors; ``--doctest`` also runs every code example of the pages and ``>>>`` of the docstrings."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "docs" / "conf.py").is_file():
+        print(f"docs: the documentation's sources are not beside this package ({root / 'docs'}): "
+              "build it from a source checkout", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("sphinx") is None or importlib.util.find_spec("myst_parser") is None:
+        print('docs: Sphinx and MyST are not installed: pip install -e ".[docs]"', file=sys.stderr)
+        return 2
+    builders = ["html"] + (["doctest"] if args.doctest else [])
+    for builder in builders:
+        out = root / "docs" / "_build" / builder
+        cmd = [sys.executable, "-m", "sphinx", "-c", str(root / "docs"), "-b", builder, "-W", "--keep-going",
+               "-q", str(root), str(out)]
+        print(f"docs: {' '.join(cmd[1:])}", flush=True)
+        status = subprocess.run(cmd, cwd=root).returncode
+        if status:
+            print(f"docs: the {builder} build failed (status {status})", file=sys.stderr)
+            return status
+        print(f"docs: wrote {out}" + ("/docs/index.html" if builder == "html" else "/output.txt"))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m expansions", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -208,8 +233,10 @@ def main(argv=None) -> int:
                                                  "(default FUNCTION_samples)")
     t.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     t.add_argument("--repeats", type=int, default=3)
+    d = sub.add_parser("docs", help="build the documentation site into docs/_build/html (the docs extra)")
+    d.add_argument("--doctest", action="store_true", help="also run every code example as a doctest")
     args = ap.parse_args(argv)
-    return {"info": cmd_info, "verify": cmd_verify, "tune": cmd_tune}[args.cmd](args)
+    return {"info": cmd_info, "verify": cmd_verify, "tune": cmd_tune, "docs": cmd_docs}[args.cmd](args)
 
 
 if __name__ == "__main__":

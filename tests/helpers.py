@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import numpy as np
 
 from expansions.formats import format_of
@@ -82,17 +86,64 @@ def nvrtc_available() -> bool:
         return False
 
 
-def emulated_library(text: str, directory, name: str = "emu"):
+EMULATION = Path(__file__).resolve().parent / "emulation"
+GXX = ["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-Wno-unknown-pragmas"]
+
+
+def emulator_cache_dir() -> Path:
+    """Where the emulator's shared libraries are kept between tests and runs:
+    ``$EXPANSIONS_EMULATOR_CACHE``, else ``emulator/`` beside the CUBIN cache
+    (``$EXPANSIONS_CACHE_DIR`` or ``~/.cache/expansions``)."""
+    env = os.environ.get("EXPANSIONS_EMULATOR_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("EXPANSIONS_CACHE_DIR")
+    return (Path(base) if base else Path.home() / ".cache" / "expansions") / "emulator"
+
+
+def _compiler_version() -> str:
+    out = subprocess.run(["g++", "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.returncode == 0 and out.stdout else "g++ unknown"
+
+
+def emulated_library(text: str, directory=None, name: str = "emu"):
     """g++ compiles ``text`` (kernel sources with ``#include "emu.h"`` and ``extern "C"`` launchers)
     against the warp emulator (tests/emulation) into a shared library, loaded with ctypes.  Every
-    operation is the one the GPU performs: no contraction, no fast math."""
-    import ctypes
-    import subprocess
-    from pathlib import Path
+    operation is the one the GPU performs: no contraction, no fast math.
 
-    src, so = Path(directory) / f"{name}.cpp", Path(directory) / f"lib{name}.so"
-    src.write_text(text)
-    cmd = ["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
-           "-Wno-unknown-pragmas", f"-I{Path(__file__).resolve().parent / 'emulation'}", str(src), "-o", str(so)]
-    subprocess.run(cmd, check=True, capture_output=True)
+    The library is cached by a hash of everything that makes it (the text, emu.h, the flags and the
+    compiler's version) in :func:`emulator_cache_dir`, so a kernel source is compiled once across
+    tests, xdist workers and runs; a changed source has another key, never a stale library.  Workers
+    that need the same library wait on a file lock while one builds it.  ``directory`` is not used
+    (the cache holds the files); it stays for the callers' signature."""
+    import ctypes
+    import fcntl
+    import hashlib
+
+    key = hashlib.sha256("\0".join([text, (EMULATION / "emu.h").read_text(), *GXX, _compiler_version()])
+                         .encode()).hexdigest()[:24]
+    folder = emulator_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    so = folder / f"lib{name}_{key}.so"
+    if not so.exists():
+        with open(folder / f"{name}_{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not so.exists():
+                src = folder / f"{name}_{key}.{os.getpid()}.cpp"
+                tmp = folder / f"lib{name}_{key}.{os.getpid()}.so.tmp"
+                src.write_text(text)
+                try:
+                    subprocess.run([*GXX, f"-I{EMULATION}", str(src), "-o", str(tmp)], check=True, capture_output=True)
+                    os.replace(tmp, so)
+                finally:
+                    src.unlink(missing_ok=True)
+                    tmp.unlink(missing_ok=True)
     return ctypes.CDLL(str(so))
+
+
+def examples(n: int) -> int:
+    """``n`` property-test examples under the ``ci`` hypothesis profile, a fifth of them (at least 10)
+    under ``dev`` (tests/conftest.py): the profile's max_examples over hypothesis' default of 100."""
+    from hypothesis import settings
+
+    return max(10, round(n * settings.default.max_examples / 100))

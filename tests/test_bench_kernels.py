@@ -10,6 +10,7 @@ pytest.importorskip("cupy")
 
 
 @pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
+@pytest.mark.slow  # NVRTC compiles every benchmark kernel
 def test_bench_kernels_compile_without_spills():
     from bench import baselines_gpu as seq
     from bench import dw_gpu

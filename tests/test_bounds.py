@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from helpers import DTYPES, RS
+from helpers import DTYPES, RS, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,7 +88,7 @@ finite32 = st.floats(allow_nan=False, allow_infinity=False, width=32, min_value=
 
 @pytest.mark.parametrize("dtype,elements", [("float64", finite64), ("float32", finite32)])
 @given(data=st.data())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_renormalize_any_terms(dtype, elements, data):
     """Renormalization of ANY finite terms (unordered, overlapping, zeros, subnormals): error-free
     and ulp-nonoverlapping."""

@@ -41,6 +41,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -55,7 +56,7 @@ FMT = {"float64": FLOAT64, "float32": FLOAT32}
 UINT = {"float64": np.uint64, "float32": np.uint32}
 CANONICAL_NAN = {"float64": 0x7FF8000000000000, "float32": 0x7FC00000}
 #: examples per test: 80 in CI; EXPANSIONS_CONVERSION_EXAMPLES=2000 for a deeper local run
-SETTINGS = settings(max_examples=int(os.environ.get("EXPANSIONS_CONVERSION_EXAMPLES", 80)), deadline=None,
+SETTINGS = settings(max_examples=int(os.environ.get("EXPANSIONS_CONVERSION_EXAMPLES", examples(80))), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 Rs = st.integers(2, 32)

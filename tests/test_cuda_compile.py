@@ -16,6 +16,9 @@ import pytest
 from expansions.cuda import build
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the tests that read the module fixture ``compiled`` run on one xdist worker (--dist loadgroup), so
+#: that every instance is compiled once, not once per worker
+EVERY_INSTANCE = pytest.mark.xdist_group("nvrtc_every_instance")
 
 
 def _nvrtc_or_skip():
@@ -43,6 +46,8 @@ def compiled():
     return tool, rows, notes
 
 
+@pytest.mark.slow  # NVRTC compiles every instance (minutes on 2 cores)
+@EVERY_INSTANCE
 def test_every_instance_compiles(compiled):
     tool, rows, _ = compiled
     archs, _ = tool.target_archs()
@@ -52,12 +57,16 @@ def test_every_instance_compiles(compiled):
     assert all(r[6] > 0 for r in rows), "ptxas reported no registers for some kernel"
 
 
+@pytest.mark.slow  # NVRTC compiles every instance (minutes on 2 cores)
+@EVERY_INSTANCE
 def test_no_spills_up_to_16_terms(compiled):
     tool, rows, _ = compiled
     bad = tool.spilling(rows)
     assert not bad, "kernels with R <= 16 spill:\n" + "\n".join(" ".join(map(str, r)) for r in bad)
 
 
+@pytest.mark.slow  # NVRTC compiles every instance (minutes on 2 cores)
+@EVERY_INSTANCE
 def test_resources_md_is_up_to_date(compiled):
     tool, rows, notes = compiled
     text = tool.OUTPUT.read_text()

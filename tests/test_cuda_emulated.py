@@ -86,16 +86,37 @@ def symbol(i):
     return f"emu_{i.op}_{i.dtype}_{i.N}_{i.M}_{i.R}" + ("_renormalize" if i.renormalize else "")
 
 
+#: The instances are compiled in two libraries: sizes up to SMALL terms (the default selection:
+#: every operation, mixed sizes, both dtypes), and the larger ones (marked slow: g++ and the emulator
+#: take minutes on the wide groups).
+SMALL = 4
+
+
+def small(inst) -> bool:
+    return max(inst.N, inst.M, inst.R) <= SMALL
+
+
+def of_size(insts, size):
+    return [i for i in insts if small(i) == (size == "small")]
+
+
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    lines = ['#include "emu.h"', B.source()]
-    for i in instances():
-        ct = B.CTYPES[i.dtype]
-        call = f"{i.name_expression}(x, y, o, n)" if B.OPERATIONS[i.op].operands == 2 else \
-            f"{i.name_expression}(x, o, n)"
-        lines.append(f'extern "C" void {symbol(i)}(const {ct}* x, const {ct}* y, {ct}* o, long long n, '
-                     f"unsigned g, unsigned bl) {{ emu::launch(g, bl, [=]{{ {call}; }}); }}")
-    return emulated_library("\n".join(lines) + "\n", tmp_path_factory.mktemp("emu"))
+def libs():
+    return {}
+
+
+def library(libs, size):
+    """The emulated library of the instances of one size (cached by source: helpers.emulated_library)."""
+    if size not in libs:
+        lines = ['#include "emu.h"', B.source()]
+        for i in of_size(instances(), size):
+            ct = B.CTYPES[i.dtype]
+            call = f"{i.name_expression}(x, y, o, n)" if B.OPERATIONS[i.op].operands == 2 else \
+                f"{i.name_expression}(x, o, n)"
+            lines.append(f'extern "C" void {symbol(i)}(const {ct}* x, const {ct}* y, {ct}* o, long long n, '
+                         f"unsigned g, unsigned bl) {{ emu::launch(g, bl, [=]{{ {call}; }}); }}")
+        libs[size] = emulated_library("\n".join(lines) + "\n", name=f"emu_kernels_{size}")
+    return libs[size]
 
 
 def run(lib, inst, x, y, grid, block):
@@ -209,22 +230,32 @@ def _failures(lib, insts, rng, twin=twin_of) -> list:
     return failures
 
 
-@pytest.mark.parametrize("op", [op for op, info in B.OPERATIONS.items() if info.params != "RC" and not info.table])
-def test_emulated_kernels_equal_twins(lib, op):
-    rng = np.random.default_rng(list(B.OPERATIONS).index(op))
-    failures = _failures(lib, [i for i in instances() if i.op == op and not i.renormalize], rng)
+def _cases(renormalizing: bool):
+    """(op, size) with instances of that size; the large ones marked slow."""
+    insts = renormalizing_instances() if renormalizing else [i for i in instances() if not i.renormalize]
+    ops = sorted({i.op for i in insts}, key=list(B.OPERATIONS).index)
+    return [pytest.param(op, size, marks=[pytest.mark.slow] if size == "large" else [], id=f"{op}-{size}")
+            for op in ops for size in ("small", "large") if of_size([i for i in insts if i.op == op], size)]
+
+
+@pytest.mark.parametrize("op, size", _cases(False))
+def test_emulated_kernels_equal_twins(libs, op, size):
+    rng = np.random.default_rng([list(B.OPERATIONS).index(op), 0 if size == "small" else 1])
+    insts = of_size([i for i in instances() if i.op == op and not i.renormalize], size)
+    failures = _failures(library(libs, size), insts, rng)
     assert not failures, "\n".join(failures[:10])
 
 
-@pytest.mark.parametrize("op", [op for op, info in B.OPERATIONS.items() if info.renormalizes])
-def test_renormalizing_kernels_equal_twin_then_renormalize(lib, op):
+@pytest.mark.parametrize("op, size", _cases(True))
+def test_renormalizing_kernels_equal_twin_then_renormalize(libs, op, size):
     """One launch per operation: the renormalizing instance (the operation, then the renormalization
     in registers) gives the bits of the twin followed by the twins' renormalization, as the library
     computed with two kernels (random, adversarial and non-finite inputs; mixed sizes whose padding
     lanes hold the raw operation's leftovers)."""
-    rng = np.random.default_rng(100 + list(B.OPERATIONS).index(op))
-    insts = [i for i in renormalizing_instances() if i.op == op]
-    assert {i.dtype for i in insts} == set(B.CTYPES) and len({i.R for i in insts}) >= 3
+    rng = np.random.default_rng([100 + list(B.OPERATIONS).index(op), 0 if size == "small" else 1])
+    insts = of_size([i for i in renormalizing_instances() if i.op == op], size)
+    assert {i.dtype for i in insts} == set(B.CTYPES) and len({i.R for i in insts}) >= (2 if size == "small" else 1)
+    lib = library(libs, size)
     failures = _failures(lib, insts, rng)
     assert not failures, "\n".join(failures[:10])
     # the check can fail: the raw output is not what these kernels return

@@ -217,6 +217,7 @@ def _example(name: str = "user_kernel"):
         sys.path.pop(0)
 
 
+@pytest.mark.slow  # NVRTC, about 20 CPU seconds
 def test_nvrtc_compiles_header_and_example():
     _nvrtc_or_skip()
     names = [f"user_op<{ct}, {R}, {k}>" for ct in ("double", "float") for R in (2, 4) for k in range(len(OPS))]
@@ -291,6 +292,7 @@ def test_gpu_example_runs():
     assert ex_mod.main(["--device", "cuda", "--quick"]) == 0
 
 
+@pytest.mark.slow  # NVRTC, about 20 CPU seconds
 def test_nvrtc_compiles_the_cholesky_kernel():
     _nvrtc_or_skip()
     mod = _example("cholesky_kernel")

@@ -22,7 +22,9 @@ def same(a, b) -> bool:
     return a.terms.shape == b.terms.shape and np.array_equal(a.terms.view(np.uint8), b.terms.view(np.uint8))
 
 
-@pytest.fixture(scope="module", params=[1, 2, 3])
+#: clusters of worker processes (and the killed worker, the process scheduler) are slow; the default
+#: selection runs the reductions on the threads and synchronous schedulers (test_local_schedulers)
+@pytest.fixture(scope="module", params=[pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3)])
 def client(request):
     with distributed.LocalCluster(n_workers=request.param, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=40) as cluster, \
@@ -46,10 +48,15 @@ def test_reductions_bit_identical_on_a_cluster(client, R):
             assert same(v.compute(), want[k]), (k, chunks)
 
 
-@pytest.mark.parametrize("scheduler", ["threads", "processes", "synchronous"])
+@pytest.mark.parametrize("scheduler", ["threads", pytest.param("processes", marks=pytest.mark.slow), "synchronous"])
 def test_local_schedulers(scheduler):
-    x = ex.random((200,), terms=3, seed=1)
+    """Sums, dot and matrix products in chunks give the one-device bits on each local scheduler."""
+    x, y = ex.random((200,), terms=3, seed=1), ex.random((200,), terms=3, seed=2)
+    A, B = ex.random((3, 200), terms=3, seed=3), ex.random((200, 2), terms=3, seed=4)
     assert same(exd.sum(exd.from_array(x, 23)).compute(scheduler=scheduler), ex.sum(x))
+    assert same(exd.dot(exd.from_array(x, 23), exd.from_array(y, 23)).compute(scheduler=scheduler), ex.dot(x, y))
+    got = (exd.from_array(A, (2, 37)) @ exd.from_array(B, (37, 2))).compute(scheduler=scheduler)
+    assert same(got, ex.matmul(A, B))
 
 
 def test_elementwise_and_blockwise_functions():
@@ -91,6 +98,7 @@ def test_bad_input():
         exd.from_array(np.zeros(3))
 
 
+@pytest.mark.slow
 def test_a_killed_worker_never_gives_wrong_bits():
     """A worker process killed while the reduction runs: the computation either fails with Dask's
     error or is recomputed elsewhere, and then gives exactly the single-device bits."""

@@ -11,6 +11,7 @@ cupy = pytest.importorskip("cupy")
 
 
 @pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (the nvidia-cuda-nvrtc wheel) is not installed")
+@pytest.mark.slow  # NVRTC compiles every double-word kernel
 def test_dw_kernels_compile_without_spills():
     from expansions.cuda import build
 

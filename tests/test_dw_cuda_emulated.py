@@ -6,34 +6,27 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import emulated_library
 
 from expansions.cuda import dw_kernels
 from expansions.dw import ALGORITHMS
 from expansions.dw import cpu as twin
 
-HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
+def lib():
     lines = ['#include "emu.h"', dw_kernels.source()]
     for name in dw_kernels.KERNEL_ALGORITHMS:
         for dtype, ct in dw_kernels.CTYPES.items():
             expr = dw_kernels.name_expression(name, dtype)
             lines.append(f'extern "C" void emu_{name}_{dtype}(const {ct}* x, const {ct}* y, {ct}* o, long long n) '
                          f"{{ emu::launch(2, 64, [=]{{ {expr}(x, y, o, n); }}); }}")
-    d = tmp_path_factory.mktemp("emu_dw")
-    src, so = d / "emu_dw.cpp", d / "libemu_dw.so"
-    src.write_text("\n".join(lines) + "\n")
-    subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
-                    f"-I{HERE / 'emulation'}", str(src), "-o", str(so)], check=True, capture_output=True)
-    return ctypes.CDLL(str(so))
+    return emulated_library("\n".join(lines) + "\n", name="emu_dw")
 
 
 def _inputs(kinds, n, dtype, rng):

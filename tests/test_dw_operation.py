@@ -21,7 +21,7 @@ import types
 
 import numpy as np
 import pytest
-from helpers import emulated_library
+from helpers import emulated_library, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +59,7 @@ def test_renormalize_pair_equals_renormalize_on_special_pairs(dtype):
     assert _bits_equal(np.stack([hi, lo], axis=1), want, dtype)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(st.floats(width=64), st.floats(width=64)), min_size=1, max_size=40))
 def test_renormalize_pair_equals_renormalize_random(pairs):
     x = np.array(pairs, dtype=np.float64).reshape(-1, 2)

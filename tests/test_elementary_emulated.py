@@ -183,7 +183,8 @@ def check(lib, f, R, dtype, rng, random_rows):
             f" got={got[i]} want={want[i]}" for i in bad[:3]]
 
 
-@pytest.mark.parametrize("R,dtype", CONFIGS)
+@pytest.mark.parametrize("R,dtype", [c if c == CONFIGS[0] else pytest.param(*c, marks=pytest.mark.slow)
+                                     for c in CONFIGS])  # R = 2 float64 by default, the others slow
 def test_elementary_kernels_equal_twins(R, dtype, tmp_path_factory):
     lib = library(R, dtype, FUNCTIONS, tmp_path_factory)
     rng = np.random.default_rng([R, len(dtype)])
@@ -193,6 +194,7 @@ def test_elementary_kernels_equal_twins(R, dtype, tmp_path_factory):
     assert not failures, "\n".join(failures[:12])
 
 
+@pytest.mark.slow
 def test_wide_expansion(tmp_path_factory):
     R, dtype, f = WIDE
     lib = library(R, dtype, (f,), tmp_path_factory)

@@ -77,6 +77,7 @@ def test_examples_refuse_a_missing_gpu():
     assert "cannot run on cuda" in proc.stderr
 
 
+@pytest.mark.slow  # a local Dask cluster of worker processes
 def test_dask_dot_quick():
     pytest.importorskip("distributed")
     out = check_ok(run_example("dask_dot.py"))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -157,7 +158,7 @@ def _run_both(fn, args):
     return fused
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_random_programs_are_bit_identical(prog):
     R, dtype, shapes, fams, steps, n_out, seed = prog
@@ -190,7 +191,7 @@ def cpu_backend(request):
     backends.set_cpu_backend(None)
 
 
-@pytest.mark.parametrize("R", (2, 4, 8, 16, 32))
+@pytest.mark.parametrize("R", (2, 4, *(pytest.param(R, marks=pytest.mark.slow) for R in (8, 16, 32))))
 @pytest.mark.parametrize("dtype", ("float64", "float32"))
 def test_henon_horner_fma(R, dtype, cpu_backend):
     x = ex.from_terms(terms_of((5,), R, dtype, "random", R))
@@ -362,7 +363,7 @@ def _loop_cases(x, y, z):
             (_henon, (x, y, 1.375, 0.3125)), (mix, (x, y)), (newton, (x, y, z))]
 
 
-@pytest.mark.parametrize("R, dtype", [(3, "float64"), (8, "float32")])
+@pytest.mark.parametrize("R, dtype", [(3, "float64"), pytest.param(8, "float32", marks=pytest.mark.slow)])
 def test_loop_programs_are_bit_identical(R, dtype):
     fams = ("random", "verify", "nonfinite", "overflow", "zeros")
     x = ex.from_terms(np.concatenate([terms_of((6,), R, dtype, f, R + k) for k, f in enumerate(fams)]))
@@ -407,7 +408,8 @@ def _elementary_args(R, dtype, seed):
     return ex.array(v, dtype=dtype, terms=R) + ex.array(rng.uniform(-1, 1, v.size) * 2.0**-40, dtype=dtype, terms=R)
 
 
-@pytest.mark.parametrize("R, dtype", [(2, "float64"), (4, "float64"), (3, "float32"), (8, "float64")])
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), *(pytest.param(*c, marks=pytest.mark.slow)
+                                                       for c in ((4, "float64"), (3, "float32"), (8, "float64")))])
 def test_elementary_functions_in_programs_are_bit_identical(R, dtype):
     """Every elementary function, called as ex.f and as its ufunc, inside a program with arithmetic
     around it, against the same calls op by op."""

@@ -8,11 +8,10 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import emulated_library, examples
 from hypothesis import HealthCheck, assume, given, settings
 from test_fuse import assert_same, interpret, programs, terms_of
 
@@ -21,7 +20,6 @@ from expansions.programs import Program
 from expansions.programs import cuda as C
 from expansions.programs.trace import FuseError
 
-HERE = Path(__file__).resolve().parent
 CTYPES = {np.dtype(np.float64): "double", np.dtype(np.float32): "float", np.dtype(bool): "bool"}
 
 
@@ -66,6 +64,7 @@ def _nvrtc_or_skip():
         pytest.skip(f"CuPy NVRTC unavailable ({type(exc).__name__}: {exc})")
 
 
+@pytest.mark.slow  # NVRTC compiles each program's kernel
 def test_program_kernels_compile_for_sm90():
     _nvrtc_or_skip()
     x = ex.from_terms(terms_of((3,), 4, "float64", "random", 1))
@@ -105,8 +104,8 @@ class Emulator:
     """``launch`` for :class:`expansions.programs.cuda.KernelPlan`: g++ builds the program's source
     with the emulator and a C entry point that unpacks the arrays, and runs it on (grid, block)."""
 
-    def __init__(self, workdir: Path, grid=3, block=64):
-        self.workdir, self.grid, self.block = workdir, grid, block
+    def __init__(self, grid=3, block=64):
+        self.grid, self.block = grid, block
         self.libs = {}
 
     def launch(self, name, text, params, count):
@@ -116,22 +115,17 @@ class Emulator:
         code = '#include "emu.h"\n' + C.full_source(text) + entry
         key = hashlib.sha256(code.encode()).hexdigest()[:16]
         if key not in self.libs:
-            src, so = self.workdir / f"{key}.cpp", self.workdir / f"{key}.so"
-            src.write_text(code)
-            subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
-                            "-Wno-unknown-pragmas", f"-I{HERE / 'emulation'}", str(src), "-o", str(so)],
-                           check=True, capture_output=True)
-            self.libs[key] = ctypes.CDLL(str(so))
+            self.libs[key] = emulated_library(code, name="fuse")
         ptrs = (ctypes.c_void_p * len(params))(*[None if isinstance(a, int) else a.ctypes.data for a in params])
         ns = (ctypes.c_longlong * len(params))(*[a if isinstance(a, int) else 0 for a in params])
         self.libs[key].run(ptrs, ns, ctypes.c_longlong(count), ctypes.c_uint(self.grid), ctypes.c_uint(self.block))
 
 
 @pytest.fixture(scope="module")
-def emulator(tmp_path_factory):
+def emulator():
     if shutil.which("g++") is None:
         pytest.skip("g++ is needed to build the warp emulator")
-    return Emulator(tmp_path_factory.mktemp("fuse_emu"))
+    return Emulator()
 
 
 def emulated(fn, emulator, *args):
@@ -142,8 +136,9 @@ def emulated(fn, emulator, *args):
     return tuple(out) if many == "tuple" else out[0]
 
 
-@pytest.mark.parametrize("R, dtype", [(2, "float64"), (2, "float32"), (3, "float64"), (4, "float64"), (8, "float32"),
-                                      (16, "float64")])
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (2, "float32"), (3, "float64"),
+                                      *(pytest.param(*c, marks=pytest.mark.slow)
+                                        for c in ((4, "float64"), (8, "float32"), (16, "float64")))])
 def test_emulated_program_kernels_equal_the_cpu(emulator, R, dtype):
     fams = ("random", "verify", "nonfinite", "overflow", "zeros")
     x = ex.from_terms(np.concatenate([terms_of((7,), R, dtype, f, R + k) for k, f in enumerate(fams)]))
@@ -170,8 +165,10 @@ def test_emulated_shapes_and_one_term_divisor(emulator):
     assert_same(emulated(fn, emulator, x, e, a), ex.fuse(fn)(x, e, a))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                                                HealthCheck.function_scoped_fixture])
+@pytest.mark.slow  # g++ builds each random program's kernel
+@settings(max_examples=examples(25), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.function_scoped_fixture])
 @given(programs())
 def test_emulated_random_programs(emulator, prog):
     """Random programs of one format (test_fuse's generator, R <= 8) as kernels in the emulator."""
@@ -233,7 +230,7 @@ def _elementary_program(R, dtype, functions):
     return g, outs
 
 
-@pytest.mark.parametrize("R, dtype", [(2, "float64"), (3, "float32")])
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), pytest.param(3, "float32", marks=pytest.mark.slow)])
 def test_emulated_program_of_elementary_functions_equals_the_twins(emulator, R, dtype):
     """The group functions of elementary.cuh inside one program kernel (group widened for sin's
     Payne-Hanek sums, the function table as the last argument) give the twins' bits."""

@@ -10,17 +10,13 @@ spills up to R = 16 and without flushing subnormals.
 from __future__ import annotations
 
 import ctypes
-import fcntl
-import hashlib
-import os
 import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import _flush_low, bits, nvrtc_available
+from helpers import _flush_low, bits, emulated_library, nvrtc_available
 
 from expansions.cpu import reduce as twin
 from expansions.cuda import build as B
@@ -59,34 +55,14 @@ def _wrapper(i):
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    """{instance: ctypes function}.  The instances are compiled once per test session, in two shared
-    libraries built in parallel, under a file lock in the folder that the xdist workers share (keyed
-    by the source text, so a library is never stale)."""
+def lib():
+    """{instance: ctypes function}.  The instances are compiled in two shared libraries built in
+    parallel, cached by their source (helpers.emulated_library: once across workers and runs)."""
     insts = emu_instances()
     parts = [insts[k::2] for k in range(2)]
     texts = ["\n".join(['#include "emu.h"', B.source(), *map(_wrapper, part)]) + "\n" for part in parts]
-    key = hashlib.sha256("".join(texts).encode() + (HERE / "emulation" / "emu.h").read_bytes()).hexdigest()[:16]
-    shared = tmp_path_factory.getbasetemp().parent
-    d = shared / f"emu_reduce_{key}"
-    d.mkdir(exist_ok=True)
-    sos = [d / f"libreduce_{k}.so" for k in range(2)]
-
-    def build(k):
-        src = d / f"reduce_{k}.cpp"
-        src.write_text(texts[k])
-        tmp = d / f"libreduce_{k}.so.tmp"
-        cmd = ["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
-               "-Wno-unknown-pragmas", f"-I{HERE / 'emulation'}", str(src), "-o", str(tmp)]
-        subprocess.run(cmd, check=True, capture_output=True)
-        os.replace(tmp, sos[k])
-
-    with open(shared / f"emu_reduce_{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        missing = [k for k in range(2) if not sos[k].exists()]
-        with ThreadPoolExecutor(2) as pool:
-            list(pool.map(build, missing))
-    libs = [ctypes.CDLL(str(so)) for so in sos]
+    with ThreadPoolExecutor(2) as pool:
+        libs = list(pool.map(lambda k: emulated_library(texts[k], name=f"reduce_{k}"), range(2)))
     return {i: getattr(libs[k], symbol(i)) for k in range(2) for i in parts[k]}
 
 

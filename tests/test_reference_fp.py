@@ -5,6 +5,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -97,7 +98,7 @@ def test_round_fraction_subnormal_and_overflow():
 
 @pytest.mark.parametrize("p", [4, 6, 8, 24, 53])
 @given(data=st.data())
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 def test_eft_are_error_free(p, data):
     fmt = tiny_format(p, -60, 60)
     def value():

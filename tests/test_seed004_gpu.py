@@ -20,6 +20,7 @@ def _nvrtc_or_skip():
         pytest.skip(f"CuPy NVRTC unavailable ({type(exc).__name__}: {exc})")
 
 
+@pytest.mark.slow  # NVRTC compiles every microbenchmark
 def test_microbenchmarks_compile_for_sm90():
     _nvrtc_or_skip()
     compiled = g.compile_all("sm_90")

@@ -65,7 +65,7 @@ def _last_nonzero(s):
 
 
 @pytest.mark.parametrize("R", (2, 3))
-@pytest.mark.parametrize("p", (4, 5, 6, 7, 8))
+@pytest.mark.parametrize("p", (4, *(pytest.param(p, marks=pytest.mark.slow) for p in (5, 6, 7, 8))))
 def test_exhaustive_tiny(p, R):
     fmt = tiny_format(p, -80, 80)
     add_b = B.add_safe(R, p)

@@ -49,6 +49,7 @@ def test_bad_input():
         ex.tune(lambda x: -x, ex.ones((4,), terms=4), rel_error=1e-10)
 
 
+@pytest.mark.slow  # tens of CPU seconds, more when profiling is noisy
 def test_henon_tuned_for_two_thresholds():
     def two_steps(x, y):
         return henon(x, y, 2)
@@ -78,6 +79,7 @@ def test_non_finite_inputs_follow_the_rule():
     assert (got.terms[nonfinite, 1:] == 0).all()
 
 
+@pytest.mark.slow  # a subprocess that tunes a program (the API is tested above)
 def test_command_line():
     cmd = [sys.executable, "-m", "expansions", "tune", "paper_repro.seed004_tuning:axpc", "--rel-error", "1e-60",
            "--repeats", "1"]

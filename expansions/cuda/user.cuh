@@ -1,7 +1,7 @@
 // The C++ API for users' own CUDA kernels: a per-thread expansion type.
 //
-//     #include "user.cuh"        // with -I expansions.cuda.include_dir(), or the text of
-//                                 // expansions.cuda.user_source() pasted in front of the kernel
+//     #include "user.cuh"        // with -I expansions.cuda.user.include_dir(), or the text of
+//                                 // expansions.cuda.user.source() pasted in front of the kernel
 //     using E = expansions::Expansion<double, 4>;
 //     E x = E::load(terms, i);   // terms i*R .. i*R+R-1 of a (count, R) C-contiguous array
 //     E y = x * x + 1.0;
@@ -24,7 +24,8 @@
 // (__dadd_rn, __dmul_rn, __fma_rn, ...), so --fmad never contracts them.  float terms need
 // subnormals kept (--ftz=false): a kernel that instantiates Expansion<float, R> under -ftz=true
 // (which CuPy's RawKernel and RawModule(code=...) always add, and --use_fast_math implies) fails
-// to compile with a static_assert; compile with expansions.cuda.compile_user(), which uses the
+// to compile with a static_assert; compile with expansions.cuda.user.compile() (no GPU) or
+// expansions.cuda.user.load() (for the current GPU), which use the
 // library's options (-std=c++17 --fmad=false --ftz=false --prec-div=true --prec-sqrt=true), or use
 // double terms, which no flag flushes.
 //
@@ -218,7 +219,7 @@ struct Expansion {
     static_assert(R >= 2 && R <= 32, "expansions::Expansion<T, R> takes R = 2..32 terms");
     static_assert(!(IsFloat<T>::value && USER_FTZ),
                   "expansions::Expansion<float, R> needs --ftz=false (CuPy's RawKernel adds -ftz=true): compile "
-                  "with expansions.cuda.compile_user() or use double terms");
+                  "with expansions.cuda.user.load() or use double terms");
 
     T t[R];
 
