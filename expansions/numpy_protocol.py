@@ -4,9 +4,9 @@ Ufuncs (method ``__call__``): the entries of :data:`UFUNCS` (add, subtract, mult
 negative, positive, absolute, sqrt, matmul, the six comparisons, and what other modules register
 with :func:`register_ufunc`), plus ``add.reduce``; ``out=`` a single ExpansionArray of the result's
 shape/R/dtype/device (a boolean array for comparisons).  Functions: the entries registered in
-:data:`expansions.arraytype.HANDLED` (np.sum, np.dot, np.inner, np.vdot, np.tensordot, np.matmul, np.shape, np.ndim, np.size here,
-and those of the modules that implement more).  A NumPy function or ufunc without an entry raises a
-TypeError that names it.
+:data:`expansions.arraytype.HANDLED` (np.sum, np.dot, np.inner, np.vdot, np.tensordot, np.matmul, np.shape,
+np.ndim, np.size here, and those of the modules that implement more).  A NumPy function or ufunc
+without an entry raises a TypeError that names it.
 
 Mixed operands are promoted exactly (:mod:`expansions.promote`); no silent device transfers;
 ``np.asarray(x)`` raises instead of dropping terms (see ``ExpansionArray.__array__``).

@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from .arraytype import ExpansionArray
 from . import slices as _slices
+from .arraytype import ExpansionArray
 from .backends import for_terms, xp_of
 from .operations import operands
 
