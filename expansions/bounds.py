@@ -492,7 +492,11 @@ def slice_plan(n: int, R: int, fmt) -> SlicePlan:
     ``tau <= 2**(-(p-1) R - 4)`` (:func:`slice_truncation`), so that the truncation is at most
     ``2**(-(p-1) R) n max_k |a_ik| max_k |b_kj|`` (2**(E+F) <= 16 max|a| max|b|, see
     :func:`matmul_slices`).  For n = 1000, float64: 15 products at R = 2, 36 at R = 3, 55 at R = 4."""
-    fmt = _format(fmt)
+    return _slice_plan(int(n), int(R), _format(fmt))
+
+
+@functools.lru_cache(maxsize=4096)
+def _slice_plan(n: int, R: int, fmt: Format) -> SlicePlan:
     beta = slice_bits(n)
     target = _pow2(-(fmt.p - 1) * R - 4)
     T = 2
