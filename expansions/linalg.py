@@ -8,24 +8,30 @@ are vectorized over the stacked matrices (the leading axes, as NumPy batches the
 the same code runs on cpu and cuda arrays and gives the same bits on both.  Results have the format
 of the expansion operand (a NumPy or CuPy operand is converted to it exactly).
 
-Algorithms (Golub and Van Loan, *Matrix Computations*, 4th ed., ch. 3-5), blocked so that most of the
-work is matrix products, which :func:`expansions.matmul` computes by exact slices on the BLAS
-(:mod:`expansions.slices`) where that is faster: LU with partial pivoting, right-looking by panels of
-:data:`BLOCK` columns (GVL Algorithm 3.4.2 with pivoting: each panel factored column by column, the
-pivot the entry of largest magnitude found by exact comparisons, ties to the first; then the block
-row of U by a unit lower triangular solve and the trailing update ``A22 - L21 U12``, one matrix
-product); triangular solves by blocks of :data:`BLOCK` rows (each block's right-hand side updated by
-one matrix product with the solved blocks); ``det`` the product of U's diagonal with the
-permutation's sign; ``inv`` the solve with the identity; Cholesky right-looking by panels (A = L L^T,
-L lower; trailing update ``A22 - L21 L21^T``); ``qr`` by modified Gram-Schmidt (reduced: Q is m x k,
-R is k x n, k = min(m, n)); ``lstsq`` by that QR (full column rank).  Matrices of at most
-:data:`BLOCK` columns run the unblocked algorithms (one panel).
+Algorithms (Golub and Van Loan, *Matrix Computations*, 4th ed., ch. 3-5), recursive or blocked so
+that most of the work is matrix products, which :func:`expansions.matmul` computes by exact slices on
+the BLAS (:mod:`expansions.slices`) where that is faster:
+
+* LU with partial pivoting by Toledo's recursion (SIAM J. Matrix Anal. Appl. 18, 1997): the left half
+  of the columns, the block row ``U12 = L11^-1 A12``, the update ``A22 - L21 U12`` (one product), the
+  right half; up to :data:`LEAF` columns, column by column (GVL Algorithm 3.4.1), the pivot the entry
+  of largest magnitude (exact comparisons, ties to the first); row exchanges on whole rows;
+* triangular solves recursively (the solved half's contribution to the other half is one product);
+* ``det`` the product of U's diagonal with the permutation's sign; ``inv`` the solve with the identity;
+* Cholesky (A = L L^T, L lower) recursively: the leading half, ``L21 = A21 L11^-T``, the trailing half
+  of ``A22 - L21 L21^T`` (one product);
+* ``qr`` by block Gram-Schmidt with reorthogonalization (BCGS2) over panels of LEAF columns and
+  modified Gram-Schmidt within each panel (reduced: Q is m x k, R is k x n, k = min(m, n));
+  ``lstsq`` by that QR (full column rank).
+
+Matrices of at most LEAF columns run the unblocked algorithms; every step runs on all the stacked
+matrices at once, each product per matrix.
 
 ``solve(a, b, refine=True)``: mixed-precision iterative refinement (Wilkinson; Moler 1967; Higham,
 *Accuracy and Stability of Numerical Algorithms*, ch. 12): x0 from float64 LAPACK (NumPy or CuPy) on
 the leading terms, then ``r = b - a x`` in expansions (a matrix product by slices and a
 subtraction), ``d`` = the float64 solve of r's leading terms, ``x = x + d``, until
-``||d||_inf <= 2**-((p-1) R) ||x||_inf`` (converged); it falls back to the blocked LU in expansions,
+``||d||_inf <= 2**-((p-1) R) ||x||_inf`` (converged); it falls back to the LU in expansions,
 with a RuntimeWarning, when the float64 matrix is singular, when a correction does not shrink by
 half, or after :data:`REFINE_MAX_STEPS` steps: refinement converges when the condition number is
 below about 1/(2 u) ~ 4e15 for float64 factors (its rate is about cond(a) * 2**-53 per step).
@@ -402,8 +408,12 @@ def _cholesky_in_place(w: ExpansionArray, k0: int, k1: int):
 @implements(np.linalg.qr)
 def qr(a, mode: str = "reduced"):
     """``(Q, R)`` with a = Q R, Q (..., m, k) with orthonormal columns and R (..., k, n) upper
-    triangular, k = min(m, n), by modified Gram-Schmidt (NumPy's 'reduced' mode; 'r' gives R alone).
-    A column that is a combination of the previous ones (rank deficiency) gives a NaN column of Q."""
+    triangular, k = min(m, n), by block Gram-Schmidt (NumPy's 'reduced' mode; 'r' gives R alone):
+    panels of :data:`LEAF` columns, each orthogonalized against the previous Q twice (BCGS2: block
+    classical Gram-Schmidt with reorthogonalization, Barlow and Smoktunowicz 2013; four matrix
+    products), then by modified Gram-Schmidt within the panel.  Up to LEAF columns this is modified
+    Gram-Schmidt.  A column that is a combination of the previous ones (rank deficiency) gives a NaN
+    column of Q."""
     if mode not in ("reduced", "r"):
         raise ValueError(f"qr: mode {mode!r} is not supported (use 'reduced' or 'r')")
     a = _expansion(a, None, "qr")
@@ -415,18 +425,29 @@ def qr(a, mode: str = "reduced"):
     xp = xp_of(a.terms)
     cols = ExpansionArray(xp.ascontiguousarray(xp.swapaxes(a.terms.reshape((math.prod(batch), m, n, a.nterms)), 1, 2)))
     B = cols.shape[0]
-    Q = ExpansionArray(xp.zeros((B, k, m, a.nterms), dtype=a.dtype))
+    Q = ExpansionArray(xp.zeros((B, k, m, a.nterms), dtype=a.dtype))  # the columns of Q, as rows
     R = ExpansionArray(xp.zeros((B, k, n, a.nterms), dtype=a.dtype))
-    for j in range(n):
-        v = cols[:, j]
-        for i in range(min(j, k)):
-            r = _sum(Q[:, i] * v, axis=-1)
-            R[:, i, j] = r
-            v = v - r[:, None] * Q[:, i]
-        if j < k:
-            r = unary("sqrt", _sum(v * v, axis=-1))
-            R[:, j, j] = r
-            Q[:, j] = v / r[:, None]
+    for j0 in range(0, n, LEAF):
+        j1 = min(j0 + LEAF, n)
+        W = cols[:, j0:j1]  # (B, w, m): the panel's columns, as rows
+        q = min(j0, k)
+        if q:
+            Qp = Q[:, :q]
+            S = _matmul(Qp, _transpose(W))  # (B, q, w): Q^T W
+            W = W - _matmul(_transpose(S), Qp)
+            S2 = _matmul(Qp, _transpose(W))  # reorthogonalization
+            W = W - _matmul(_transpose(S2), Qp)
+            R[:, :q, j0:j1] = S + S2
+        for j in range(j0, j1):
+            v = W[:, j - j0]
+            for i in range(q, min(j, k)):
+                r = _sum(Q[:, i] * v, axis=-1)
+                R[:, i, j] = r
+                v = v - r[:, None] * Q[:, i]
+            if j < k:
+                r = unary("sqrt", _sum(v * v, axis=-1))
+                R[:, j, j] = r
+                Q[:, j] = v / r[:, None]
     R = R.reshape(batch + (k, n))
     if mode == "r":
         return R
