@@ -148,11 +148,9 @@ def matmul_terms(a, b, R: int, dtype, gemm=None, steps: _Steps | None = None):
     mb = max(1, min(m, TILE_BYTES // (S * n * 8)))  # rows of A sliced at once
     pb = max(1, min(p, TILE_BYTES // (S * n * 8), TILE_BYTES // ((T + 2) * 8 * mb)))  # columns of B
     for r0, r1 in _blocks(m, mb):
-        DA, EA = steps.split(xp.ascontiguousarray(a[r0:r1]), beta, S)
-        nz_a = [bool(xp.any(DA[s] != 0)) for s in range(S)]
+        DA, EA, nz_a = steps.split(xp.ascontiguousarray(a[r0:r1]), beta, S)
         for c0, c1 in _blocks(p, pb):  # B's digits are cut again for each block of rows (when m > mb)
-            DB, EB = steps.split(bt[c0:c1], beta, S)  # (S, q, n): D_t^T
-            nz_b = [bool(xp.any(DB[s] != 0)) for s in range(S)]
+            DB, EB, nz_b = steps.split(bt[c0:c1], beta, S)  # (S, q, n): D_t^T
             acc = xp.zeros((T + 2, r1 - r0, c1 - c0), dtype=xp.float64)
             for s, t in pl.pairs:
                 if nz_a[s - 1] and nz_b[t - 1]:

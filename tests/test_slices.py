@@ -177,9 +177,9 @@ def test_engine_split_raises_the_scale_as_the_specification():
     t[1, 0, :] = [1.0, 1.0, 0.75, -2.0**-60]
     t[2, 1, :] = [-3.0, -3.0, -3.0, -3.0]
     for S in (2, 5):
-        D1, E1 = spec.split(t, 20, S)
-        D2, E2 = compiled.split(t, 20, S)
-        assert np.array_equal(E1, E2) and np.array_equal(bits(D1), bits(D2))
+        D1, E1, nz1 = spec.split(t, 20, S)
+        D2, E2, nz2 = compiled.split(t, 20, S)
+        assert np.array_equal(E1, E2) and np.array_equal(bits(D1), bits(D2)) and nz1 == nz2
         assert (np.abs(D1) <= 2.0**19).all()
         assert list(E1) == [10 + 1 + 2, 1 + 1 + 1, 2 + 1 + 2]  # raised by 2, 1, 2
         value = [sum(Fraction(v) for v in t[i].reshape(-1)) for i in range(3)]

@@ -53,8 +53,9 @@ def _digits(terms, E, beta: int, S: int):
 
 
 def split(terms, beta: int, S: int):
-    """Slices of the rows of ``terms`` (rows, n, R) float64, finite: ``(D, E)`` with D (S, rows, n)
-    float64 integer digits, |D| <= 2**(beta-1), and E (rows,) int64 such that for every element
+    """Slices of the rows of ``terms`` (rows, n, R) float64, finite: ``(D, E, nonzero)`` with D
+    (S, rows, n) float64 integer digits, |D| <= 2**(beta-1), E (rows,) int64, and ``nonzero`` a list
+    of S bools, whether each digit matrix has a nonzero entry, such that for every element
 
         value - sum_s D[s-1] 2**(E - s beta) = sum_r residue_r,   |residue_r| <= 2**(E - S beta) / 2,
 
@@ -74,7 +75,7 @@ def split(terms, beta: int, S: int):
         D = _digits(terms, E, beta, S)
         over = (xp.abs(D[0]) > half).any(axis=1) if D.shape[2] else xp.zeros(E.shape, dtype=bool)
         if not bool(over.any()):
-            return D, E
+            return D, E, [bool((D[s] != 0).any()) for s in range(S)]
         E = E + over.astype(xp.int64)
 
 

@@ -41,7 +41,23 @@ def _pow2_or_zero(k):
 
 
 @njit(**PARALLEL)
-def _split_kernel(terms, E, beta, S, D, over):
+def _scales_kernel(terms, E):
+    """E of :func:`expansions.cpu.slices.split`: 1 + the largest exponent of a row's nonzero terms."""
+    rows, n, R = terms.shape
+    for i in prange(rows):
+        top = -(1 << 20)
+        for k in range(n):
+            for r in range(R):
+                v = terms[i, k, r]
+                if v != 0:
+                    e = math.frexp(v)[1]
+                    if e > top:
+                        top = e
+        E[i] = top + 1 if top > -(1 << 20) else 0
+
+
+@njit(**PARALLEL)
+def _split_kernel(terms, E, beta, S, D, over, nonzero):
     rows, n, R = terms.shape
     half = 2.0 ** (beta - 1)
     up = 2.0**beta
@@ -55,6 +71,7 @@ def _split_kernel(terms, E, beta, S, D, over):
         for s in range(1, S + 1):
             fwd[s - 1] = _pow2_or_zero(s * beta - Ei)
             back[s - 1] = _pow2_or_zero(Ei - s * beta)
+            nonzero[i, s - 1] = False
         bad = False
         for k in range(n):
             for r in range(R):
@@ -77,6 +94,8 @@ def _split_kernel(terms, E, beta, S, D, over):
                 d[s - 1] = d[s - 1] + c
             for s in range(S):
                 D[s, i, k] = d[s]
+                if d[s] != 0:
+                    nonzero[i, s] = True
             if abs(d[0]) > half:
                 bad = True
         over[i] = bad
@@ -86,16 +105,15 @@ def split(terms, beta: int, S: int):
     """Compiled :func:`expansions.cpu.slices.split` (same arguments, results and bits)."""
     terms = np.ascontiguousarray(terms, dtype=np.float64)
     rows, n, R = terms.shape
-    nz = terms != 0
-    ex = np.where(nz, np.frexp(terms)[1], -(1 << 20))
-    top = ex.reshape(rows, -1).max(axis=1) if ex.size else np.zeros(rows, dtype=ex.dtype)
-    E = np.where(top > -(1 << 20), top + 1, 0).astype(np.int64)
+    E = np.empty(rows, dtype=np.int64)
+    _scales_kernel(terms, E)
     D = np.empty((S, rows, n), dtype=np.float64)
     over = np.empty(rows, dtype=np.bool_)
+    nonzero = np.empty((rows, S), dtype=np.bool_)
     while True:
-        _split_kernel(terms, E, beta, S, D, over)
+        _split_kernel(terms, E, beta, S, D, over, nonzero)
         if not over.any():
-            return D, E
+            return D, E, [bool(v) for v in nonzero.any(axis=0)] if rows else [False] * S
         E = E + over.astype(np.int64)
 
 
