@@ -153,9 +153,14 @@ def _adversarial(R, dt, seed):
 @needs_engine
 @pytest.mark.parametrize("R", [2, 3, 4, 8])
 @pytest.mark.parametrize("dt", ["float64", "float32"])
-def test_engine_steps_are_the_specification(R, dt):
+@pytest.mark.parametrize("parallel", [False, True])
+def test_engine_steps_are_the_specification(R, dt, parallel, monkeypatch):
+    """Both compilations of every compiled step (serial below PARALLEL_FROM, parallel above)."""
+    from expansions.engine import slices as compiled
+
     if not slices.supported(12, R, dt):
         pytest.skip("float32 with this R exceeds the format's range")
+    monkeypatch.setattr(compiled, "PARALLEL_FROM", 0 if parallel else 1 << 60)
     engine_steps = slices._steps(np) if backends.cpu_backend().name == "engine" else None
     if engine_steps is None:
         pytest.skip("the CPU backend is the twins")

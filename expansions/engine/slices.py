@@ -19,6 +19,9 @@ from numba import njit, prange
 
 from .kernels import OPTIONS, PARALLEL, renormalize_row
 
+#: Work (array elements) from which the kernels run their parallel compilation.
+PARALLEL_FROM = 1 << 17
+
 
 @njit(**OPTIONS)
 def _times_pow2(x, k):
@@ -40,8 +43,7 @@ def _pow2_or_zero(k):
     return 0.0
 
 
-@njit(**PARALLEL)
-def _scales_kernel(terms, E):
+def _scales_kernel_body(terms, E):
     """E of :func:`expansions.cpu.slices.split`: 1 + the largest exponent of a row's nonzero terms."""
     rows, n, R = terms.shape
     for i in prange(rows):
@@ -56,8 +58,7 @@ def _scales_kernel(terms, E):
         E[i] = top + 1 if top > -(1 << 20) else 0
 
 
-@njit(**PARALLEL)
-def _split_kernel(terms, E, beta, S, D, over, nonzero):
+def _split_kernel_body(terms, E, beta, S, D, over, nonzero):
     rows, n, R = terms.shape
     half = 2.0 ** (beta - 1)
     up = 2.0**beta
@@ -101,24 +102,34 @@ def _split_kernel(terms, E, beta, S, D, over, nonzero):
         over[i] = bad
 
 
+_scales_kernel = (njit(**OPTIONS)(_scales_kernel_body), njit(**PARALLEL)(_scales_kernel_body))
+_split_kernel = (njit(**OPTIONS)(_split_kernel_body), njit(**PARALLEL)(_split_kernel_body))
+
+
+def _variant(kernels, work: int):
+    """The serial compilation of a kernel for small work (a parallel region costs more than it saves
+    there, and much more on a machine with more busy threads than cores), else the parallel one;
+    both give the same bits (the iterations are independent)."""
+    return kernels[1] if work >= PARALLEL_FROM else kernels[0]
+
+
 def split(terms, beta: int, S: int):
     """Compiled :func:`expansions.cpu.slices.split` (same arguments, results and bits)."""
     terms = np.ascontiguousarray(terms, dtype=np.float64)
     rows, n, R = terms.shape
     E = np.empty(rows, dtype=np.int64)
-    _scales_kernel(terms, E)
+    _variant(_scales_kernel, terms.size)(terms, E)
     D = np.empty((S, rows, n), dtype=np.float64)
     over = np.empty(rows, dtype=np.bool_)
     nonzero = np.empty((rows, S), dtype=np.bool_)
     while True:
-        _split_kernel(terms, E, beta, S, D, over, nonzero)
+        _variant(_split_kernel, terms.size * S)(terms, E, beta, S, D, over, nonzero)
         if not over.any():
             return D, E, [bool(v) for v in nonzero.any(axis=0)] if rows else [False] * S
         E = E + over.astype(np.int64)
 
 
-@njit(**PARALLEL)
-def _fold_kernel(acc, G, L, beta):
+def _fold_kernel_body(acc, G, L, beta):
     m, q = G.shape
     up = 2.0**beta
     down = 2.0**-beta
@@ -131,13 +142,15 @@ def _fold_kernel(acc, G, L, beta):
             high[j] += hi
 
 
+_fold_kernel = (njit(**OPTIONS)(_fold_kernel_body), njit(**PARALLEL)(_fold_kernel_body))
+
+
 def fold(acc, G, L: int, beta: int):
     """Compiled :func:`expansions.cpu.slices.fold`."""
-    _fold_kernel(acc, G, L, beta)
+    _variant(_fold_kernel, G.size)(acc, G, L, beta)
 
 
-@njit(**PARALLEL)
-def _finish_kernel(acc, EA, EB, beta, R, g, c0, tiny, out):
+def _finish_kernel_body(acc, EA, EB, beta, R, g, c0, tiny, out):
     levels, m, q = acc.shape
     K = (levels + g - 1) // g
     k = max(K, R)
@@ -185,12 +198,15 @@ def _finish_kernel(acc, EA, EB, beta, R, g, c0, tiny, out):
                     out[i, j, r] = scaled[r]
 
 
+_finish_kernel = (njit(**OPTIONS)(_finish_kernel_body), njit(**PARALLEL)(_finish_kernel_body))
+
+
 def finish(acc, EA, EB, beta: int, R: int, dtype, p: int, emin: int, renormalize=None):
     """Compiled :func:`expansions.cpu.slices.finish` (the renormalization is the engine's own,
     :func:`expansions.engine.kernels.renormalize_row`; ``renormalize`` is accepted and unused)."""
     levels, m, q = acc.shape
     T = levels - 2
     out = np.empty((m, q, R), dtype=dtype)
-    _finish_kernel(acc, EA.astype(np.int64), EB.astype(np.int64), beta, R, max(1, p // beta), emin + T * beta,
-                   2.0**emin, out)
+    kernel = _variant(_finish_kernel, acc.size * 4)
+    kernel(acc, EA.astype(np.int64), EB.astype(np.int64), beta, R, max(1, p // beta), emin + T * beta, 2.0**emin, out)
     return out
