@@ -509,3 +509,48 @@ def test_empty_and_degenerate_shapes():
     assert one.to_fraction().tolist() == [[Fraction(-3, 2)]]
     zero = slices.matmul(ex.array([[-0.0, 1.0]], terms=2), ex.array([[1.0], [0.0]], terms=2))
     assert bits(zero.terms).tolist() == [[[0, 0]]]  # an exactly zero result is +0
+
+
+# ----------------------------------------------------------------------------------------------
+# the GPU (cuBLAS and CuPy's element-wise kernels against NumPy and the engine, bit for bit)
+
+
+_NO_GPU = "no CUDA GPU visible to CuPy (expansions.cuda.available() is False)"
+needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(not ex.cuda.available(), reason=_NO_GPU)]
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+@pytest.mark.parametrize("R", [2, 4, 8])
+def test_gpu_bits_equal_cpu(R):
+    """The slice product on CuPy arrays (cuBLAS products, the specification's steps, the CUDA
+    renormalization) gives the CPU's bits; float32 inputs kept away from subnormal results (CuPy's
+    element-wise kernels flush float32 subnormals)."""
+    cases = [_pair(70, 130, 50, R, "float64", 100 + R, exponent_range=(-300, 300)), _adversarial(R, "float64", R),
+             _nonfinite_case(R, np.random.default_rng(R))]
+    if slices.supported(130, R, "float32"):
+        cases.append(_pair(40, 130, 30, R, "float32", 200 + R, exponent_range=(-20, 20), min_exponent=-60))
+    for A, B in cases:
+        want = slices.matmul(A, B).terms
+        got = slices.matmul(A.to_device("cuda"), B.to_device("cuda")).terms.get()
+        assert np.array_equal(bits(got), bits(want)), R
+    big = _pair(1000, 1000, 1000, 2, "float64", 7)
+    want = slices.matmul(*big).terms
+    got = slices.matmul(big[0].to_device("cuda"), big[1].to_device("cuda")).terms.get()
+    assert np.array_equal(bits(got), bits(want))
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_gpu_linalg_bits_equal_cpu():
+    """Solve, inverse and Cholesky of 48 x 48 matrices (recursions with slice products) on the GPU:
+    the CPU's bits."""
+    from expansions import linalg as la
+
+    rng = np.random.default_rng(3)
+    A = ex.array(rng.standard_normal((48, 48)), terms=3)
+    b = ex.array(rng.standard_normal((48, 2)), terms=3)
+    S = ex.matmul(A, A.T) + ex.array(48 * np.eye(48), terms=3)
+    gA, gb, gS = A.to_device("cuda"), b.to_device("cuda"), S.to_device("cuda")
+    for cpu, gpu in ((la.solve(A, b), la.solve(gA, gb)), (la.inv(A), la.inv(gA)), (la.cholesky(S), la.cholesky(gS))):
+        assert np.array_equal(bits(cpu.terms), bits(gpu.to_device("cpu").terms))
