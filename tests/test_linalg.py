@@ -305,3 +305,17 @@ def test_block_gram_schmidt_qr(monkeypatch, shape):
         x = la.lstsq(A[0], b)[0]
         g = _fr(A[0]).T.dot(_fr(A[0]).dot(_fr(x)) - _fr(b))
         assert max(abs(v) for v in g) < Fraction(1, 2**140)
+
+
+def test_pivot_is_the_exact_largest():
+    """The pivot search decides by leading terms only where they decide: a leading term one ulp
+    larger with a smaller exact value loses; equal values go to the first row."""
+    t = np.zeros((4, 4, 2))
+    t[:, :, 0] = np.eye(4) * 0.25
+    t[0, 0] = [1.0 + 2.0**-52, -(2.0**-53)]  # 1 + 2^-53
+    t[2, 0] = [1.0, 0.75 * 2.0**-52]  # 1 + 0.75 2^-52: larger, with a smaller leading term
+    t[3, 0] = [-1.0, -0.75 * 2.0**-52]  # the same magnitude, later: not chosen
+    A = ex.from_terms(t)
+    _, perm, _ = la.lu_factor(A)
+    assert int(perm[0]) == 2
+    assert int(la._pivot(ex.from_terms(t[:, 0][None]))[0]) == 2

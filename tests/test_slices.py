@@ -172,6 +172,22 @@ def test_engine_steps_are_the_specification(R, dt, parallel, monkeypatch):
 
 
 @needs_engine
+@pytest.mark.parametrize("R", [2, 3])
+def test_extreme_scales(R):
+    """Rows of A near the underflow threshold (subnormal terms, scales 2**(E - s beta) below 2**-1022)
+    against columns of B near the overflow threshold: normal products, every scaling path of the
+    slicing taken; the compiled steps give the specification's bits and the bound holds."""
+    A = ex.from_terms(random_terms((5, 9), R, seed=70 + R, exponent_range=(-1060, -1030)))
+    B = ex.from_terms(random_terms((9, 4), R, seed=80 + R, exponent_range=(1000, 1015)))
+    for x, y in ((A, B), (ex.from_terms(np.ascontiguousarray(np.swapaxes(B.terms, 0, 1))),
+                          ex.from_terms(np.ascontiguousarray(np.swapaxes(A.terms, 0, 1))))):
+        got = _terms_product(x, y)
+        assert np.array_equal(bits(got), bits(_terms_product(x, y, steps=_twin_steps())))
+        assert worst_ratio(x, y, ex.from_terms(got)) <= 1
+        assert np.isfinite(got).all() and (got[..., 0] != 0).all()
+
+
+@needs_engine
 def test_engine_split_raises_the_scale_as_the_specification():
     """Terms that are not ulp-nonoverlapping (here adding up beyond 2**(E-1)) make the top digit too
     large for the first scale; both raise it the same way."""
