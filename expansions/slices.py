@@ -16,8 +16,9 @@ NaN, inf * 0 or inf - inf, else +-inf) as (w, 0, ..., 0).  Finite operands never
 whose exact value overflows is (+-inf, 0, ..., 0) (the element-wise path may also overflow in an
 intermediate product or partial sum, this one does not).  An exactly zero result is +0.
 
-Memory: the digits of an operand take ``plan.slices`` float64 matrices of its size; products larger
-than :data:`TILE_BYTES` per array are computed in tiles of rows and columns.
+Memory: the digits of an operand take ``plan.slices`` float64 matrices of its size (blocks of rows and
+columns of at most :data:`TILE_BYTES`); the result is accumulated by blocks of rows of at most
+:data:`ACC_BYTES` of accumulators.
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ from .backends import cpu_backend, engine_backend, for_terms, xp_of
 from .cpu import slices as _spec
 from .operations import operands
 
-__all__ = ["matmul", "matmul_terms", "plan", "supported", "TILE_BYTES"]
+__all__ = ["matmul", "matmul_terms", "plan", "supported", "TILE_BYTES", "ACC_BYTES"]
 
-#: Largest digit, accumulator or product array of one tile, in bytes.
+#: Largest digit array of one operand block, in bytes.
 TILE_BYTES = 1 << 28
+#: Largest accumulator array of one block of rows of the result (the products of a block of rows are
+#: folded into it while it is in the caches), in bytes.
+ACC_BYTES = 1 << 25
 
 
 def plan(n: int, R: int, dtype) -> bounds.SlicePlan:
@@ -145,17 +149,20 @@ def matmul_terms(a, b, R: int, dtype, gemm=None, steps: _Steps | None = None):
         b = xp.where(bad_b[..., None], 0.0, b)
     bt = xp.ascontiguousarray(xp.swapaxes(b, 0, 1))  # (p, n, Rb): columns of b as rows
     S, T, beta = pl.slices, pl.levels, pl.beta
+    pb = max(1, min(p, TILE_BYTES // (S * n * 8)))  # columns of B sliced at once
     mb = max(1, min(m, TILE_BYTES // (S * n * 8)))  # rows of A sliced at once
-    pb = max(1, min(p, TILE_BYTES // (S * n * 8), TILE_BYTES // ((T + 2) * 8 * mb)))  # columns of B
-    for r0, r1 in _blocks(m, mb):
-        DA, EA, nz_a = steps.split(xp.ascontiguousarray(a[r0:r1]), beta, S)
-        for c0, c1 in _blocks(p, pb):  # B's digits are cut again for each block of rows (when m > mb)
-            DB, EB, nz_b = steps.split(bt[c0:c1], beta, S)  # (S, q, n): D_t^T
-            acc = xp.zeros((T + 2, r1 - r0, c1 - c0), dtype=xp.float64)
-            for s, t in pl.pairs:
-                if nz_a[s - 1] and nz_b[t - 1]:
-                    steps.fold(acc, gemm(DA[s - 1], DB[t - 1].T), s + t, beta)
-            out[r0:r1, c0:c1] = steps.finish(acc, EA, EB, beta, R, dtype, fmt.p, fmt.emin, renorm)
+    for c0, c1 in _blocks(p, pb):
+        DB, EB, nz_b = steps.split(bt[c0:c1], beta, S)  # (S, q, n): D_t^T
+        q = c1 - c0
+        rows = max(1, min(m, ACC_BYTES // ((T + 2) * 8 * q)))  # rows of C accumulated at once
+        for a0, a1 in _blocks(m, mb):  # A's digits are cut again for each block of columns (when p > pb)
+            DA, EA, nz_a = steps.split(xp.ascontiguousarray(a[a0:a1]), beta, S)
+            for r0, r1 in _blocks(a1 - a0, rows):
+                acc = xp.zeros((T + 2, r1 - r0, q), dtype=xp.float64)
+                for s, t in pl.pairs:
+                    if nz_a[s - 1] and nz_b[t - 1]:
+                        steps.fold(acc, gemm(DA[s - 1, r0:r1], DB[t - 1].T), s + t, beta)
+                out[a0 + r0:a0 + r1, c0:c1] = steps.finish(acc, EA[r0:r1], EB, beta, R, dtype, fmt.p, fmt.emin, renorm)
     if any_a or any_b:
         _apply_nonfinite(out, a, b, bad_a, wa, bad_b, wb, any_a, any_b)
     return out

@@ -332,7 +332,9 @@ def test_exact_integer_products_give_the_same_bits(R):
 def test_tiles_do_not_change_the_bits(monkeypatch):
     A, B = _pair(21, 30, 17, 2, "float64", 31, exponent_range=(-20, 20))
     want = _terms_product(A, B)
-    monkeypatch.setattr(slices, "TILE_BYTES", 8 * 30 * 5 * 4)  # blocks of 4 rows, 1 column
+    monkeypatch.setattr(slices, "TILE_BYTES", 8 * 30 * 5 * 4)  # digit blocks of 4 rows, 4 columns
+    assert np.array_equal(bits(_terms_product(A, B)), bits(want))
+    monkeypatch.setattr(slices, "ACC_BYTES", 8 * 8 * 3)  # accumulators of one row at a time
     assert np.array_equal(bits(_terms_product(A, B)), bits(want))
 
 
