@@ -28,7 +28,7 @@ Cells: for n in ``--ns`` and R in ``--rs``, float64 terms, random full-precision
   integers, against the stated bound 8 n u (u = 2^-(52 R)).
 
 Timings are the minimum of ``--repeats`` runs (one run where a call takes more than 10 s), after one
-untimed call at a small size (which compiles the engine).
+untimed call of every operation per R at a small size (which compiles the engine's kernels).
 
     python -m bench.linalg            # the full table (n up to 2000, R = 2, 3, 4, 8: one to two hours on 2 cores)
     python -m bench.linalg --quick    # n = 100, 300; R = 2, 4; no ill-conditioned system beyond n = 200
@@ -181,11 +181,20 @@ def measure(n: int, R: int, args, history: dict, threads: str) -> dict:
     return cell
 
 
+def warm_up(rs):
+    """One untimed call of every measured operation per R at a small size: compiles (or loads) the
+    engine's kernels, so that no timing includes compilation."""
+    for R in rs:
+        A, B, b = data(40, R, 0)
+        ex.matmul(A, B)
+        ex.matmul(A[:2], B, method="elementwise")
+        la.solve(A, b)
+        la.solve(A, b, refine=True)
+
+
 def worker(args) -> list:
     threads = os.environ.get("NUMBA_NUM_THREADS", "all")
-    warm = data(40, 2, 0)
-    ex.matmul(warm[0], warm[1])
-    la.solve(warm[0], warm[2])
+    warm_up(args.rs)
     cells, history = [], {}
     for R in args.rs:
         for n in args.ns:
@@ -229,6 +238,7 @@ def backward_error(A, x, b) -> float:
 
 
 def ill_conditioned(n: int, cond: float, seed: int = 7) -> dict:
+    warm_up([2, 4])
     rng = np.random.default_rng(seed)
     U = np.linalg.qr(rng.standard_normal((n, n)))[0]
     V = np.linalg.qr(rng.standard_normal((n, n)))[0]
