@@ -572,3 +572,14 @@ def test_gpu_linalg_bits_equal_cpu():
     gA, gb, gS = A.to_device("cuda"), b.to_device("cuda"), S.to_device("cuda")
     for cpu, gpu in ((la.solve(A, b), la.solve(gA, gb)), (la.inv(A), la.inv(gA)), (la.cholesky(S), la.cholesky(gS))):
         assert np.array_equal(bits(cpu.terms), bits(gpu.to_device("cpu").terms))
+
+
+def test_the_linear_algebra_page_runs():
+    """docs/linear_algebra.md's Python example runs as written."""
+    import re
+
+    text = (ROOT / "docs" / "linear_algebra.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    for code in blocks:
+        exec(compile(code, "docs/linear_algebra.md", "exec"), {})
