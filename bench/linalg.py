@@ -48,6 +48,7 @@ import platform
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import mpmath
@@ -222,8 +223,6 @@ def exact_integers(terms):
 
 def backward_error(A, x, b) -> float:
     """||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf), exactly (integers), as a float."""
-    from fractions import Fraction
-
     Ai, ea = exact_integers(A.terms)
     xi, exv = exact_integers(x.terms)
     bi, eb = exact_integers(b.terms)

@@ -118,10 +118,12 @@ _SLICES_PER_FLOP = 1 / 40e9
 
 def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto") -> str:
     """The method of an (m, k) @ (k, n) product of R-term expansions of ``dtype``: ``method`` itself
-    unless it is "auto"; "auto" is "slices" where :func:`expansions.slices.supported` and the cost
-    model (the constants above) predicts it faster than "elementwise", else "elementwise".  On one
-    core, R = 2 switches to slices from about 12 x 12 x 12, R = 8 from about 16 x 16 x 16 (a matrix
-    times a vector of 64 terms or more for R <= 4)."""
+    unless it is "auto"; "auto" is "slices" for products of matrices (m n > 1) where
+    :func:`expansions.slices.supported` and the cost model (the constants above) predicts it faster
+    than "elementwise", else "elementwise" (so a dot product of two vectors, ``vdot`` and 1-D ``dot``
+    and ``inner``, keeps the tree and its bound relative to sum |x_i y_i|).  On one core, R = 2
+    switches to slices from about 12 x 12 x 12, R = 8 from about 16 x 16 x 16 (a matrix times a vector
+    from about 64 x 64 for R <= 4)."""
     if method not in METHODS:
         raise ValueError(f"unknown product method {method!r}: use one of {METHODS}")
     if method == "slices" and not _slices.supported(k, R, dtype):
@@ -129,7 +131,7 @@ def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto") -
                          f"format's exponent range (use method='elementwise')")
     if method != "auto":
         return method
-    if m * k * n == 0 or not _slices.supported(k, R, dtype):
+    if m * n <= 1 or k == 0 or not _slices.supported(k, R, dtype):  # one dot product (vectors): the tree
         return "elementwise"
     plan = _slices.plan(k, R, dtype)
     g = plan.gemms
