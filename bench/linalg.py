@@ -366,6 +366,25 @@ def goals(cells, ill) -> list:
     return out
 
 
+def readme_table(result: dict, n: int = 1000) -> str:
+    """The README's summary of a results JSON: the n = 1000 cells on one and all cores, and the
+    ill-conditioned solve."""
+    lines = ["| R | threads | NumPy float64 `a @ b` | `x @ y` | ratio | element-wise | python-flint | "
+             "NumPy `solve` | `solve` | `solve(refine=True)` |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in sorted((c for c in result["cells"] if c["n"] == n), key=lambda c: (c["R"], str(c["threads"]))):
+        fl = c.get("flint_matmul")
+        lines.append(f"| {c['R']} | {c['threads']} | {fmt_s(c['numpy_matmul'])} | {fmt_s(c['matmul'])} | "
+                     f"{c['matmul'] / c['numpy_matmul']:.0f}x | {fmt_s(c['elementwise'])} | "
+                     f"{fmt_s(fl) if fl else 'skipped'} | {fmt_s(c['numpy_solve'])} | {fmt_s(c['solve'])} | "
+                     f"{fmt_s(c['solve_refine'])} |")
+    ill = result.get("ill_conditioned")
+    if ill:
+        lines += ["", f"A {ill['n']} x {ill['n']} system of condition number {ill['condition']:.0e} at R = 2: "
+                      f"solved in {ill['solve_seconds']:.1f} s, backward error {ill['backward_error']:.1e} "
+                      f"(exact; stated bound 8 n u = {ill['bound']:.1e})."]
+    return "\n".join(lines)
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -400,6 +419,7 @@ def main(argv=None) -> int:
                     help="OMP_WAIT_POLICY of the workers (numba's threads): 'passive' unless set; with the "
                          "default active spinning, a machine with more busy threads than cores makes every "
                          "parallel region of the engine cost milliseconds")
+    ap.add_argument("--readme", metavar="JSON", help="print the README's table from a results JSON and exit")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ill-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
@@ -408,6 +428,9 @@ def main(argv=None) -> int:
         args.ns, args.rs, args.ill_n = "100,300", "2,4", 200
     args.ns = [int(v) for v in str(args.ns).split(",")]
     args.rs = [int(v) for v in str(args.rs).split(",")]
+    if args.readme:
+        print(readme_table(json.loads(Path(args.readme).read_text())))
+        return 0
     if args.worker:
         worker(args)
         return 0
