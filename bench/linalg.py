@@ -366,17 +366,18 @@ def goals(cells, ill) -> list:
     return out
 
 
-def readme_table(result: dict, n: int = 1000) -> str:
-    """The README's summary of a results JSON: the n = 1000 cells on one and all cores, and the
-    ill-conditioned solve."""
-    lines = ["| R | threads | NumPy float64 `a @ b` | `x @ y` | ratio | element-wise | python-flint | "
-             "NumPy `solve` | `solve` | `solve(refine=True)` |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for c in sorted((c for c in result["cells"] if c["n"] == n), key=lambda c: (c["R"], str(c["threads"]))):
+def readme_table(result: dict, n: int = 1000, threads: str = "1") -> str:
+    """The README's summary of a results JSON: the n = 1000 cells on one core (wall times, and the
+    products' ratio from CPU times too), and the ill-conditioned solve."""
+    lines = ["| R | NumPy float64 `a @ b` | `x @ y` | ratio (CPU time) | element-wise | python-flint | "
+             "NumPy `solve` | `solve` | `solve(refine=True)` |", "|---|---|---|---|---|---|---|---|---|"]
+    for c in sorted((c for c in result["cells"] if c["n"] == n and str(c["threads"]) == threads),
+                    key=lambda c: c["R"]):
         fl = c.get("flint_matmul")
-        lines.append(f"| {c['R']} | {c['threads']} | {fmt_s(c['numpy_matmul'])} | {fmt_s(c['matmul'])} | "
-                     f"{c['matmul'] / c['numpy_matmul']:.0f}x | {fmt_s(c['elementwise'])} | "
-                     f"{fmt_s(fl) if fl else 'skipped'} | {fmt_s(c['numpy_solve'])} | {fmt_s(c['solve'])} | "
-                     f"{fmt_s(c['solve_refine'])} |")
+        lines.append(f"| {c['R']} | {fmt_s(c['numpy_matmul'])} | {fmt_s(c['matmul'])} | "
+                     f"{c['matmul'] / c['numpy_matmul']:.0f}x ({c['matmul_cpu'] / c['numpy_matmul_cpu']:.0f}x) | "
+                     f"{fmt_s(c['elementwise'])} | {fmt_s(fl) if fl else 'skipped'} | {fmt_s(c['numpy_solve'])} | "
+                     f"{fmt_s(c['solve'])} | {fmt_s(c['solve_refine'])} |")
     ill = result.get("ill_conditioned")
     if ill:
         lines += ["", f"A {ill['n']} x {ill['n']} system of condition number {ill['condition']:.0e} at R = 2: "
