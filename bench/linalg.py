@@ -276,15 +276,16 @@ def gpu_estimate(n: int, R: int) -> dict:
 
 
 def fmt_s(v) -> str:
-    return "-" if v is None else (f"{v:.3g}" if v >= 0.01 else f"{v * 1e3:.3g} ms")
+    """Seconds with a unit: ms below one second."""
+    return "-" if v is None else (f"{v:.3g} s" if v >= 1 else f"{v * 1e3:.3g} ms")
 
 
-def markdown(cells, ill, args, env, command, log_name) -> str:
+def markdown(cells, ill, args, env, command, log_name, date=None, cpu=None, blas=None) -> str:
+    when = datetime.datetime.fromisoformat(date) if date else datetime.datetime.now(datetime.timezone.utc)
     lines = [f"# Linear algebra at BLAS speed ({env['machine']})", "",
-             f"`{command}`, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {env['commit']}. "
-             f"Raw output: `{log_name}`.", "",
-             f"- CPU: {cpu_model()}, {os.cpu_count()} cores; {platform.system()} {platform.release()}; Python "
-             f"{env['python']}, NumPy {env['numpy']} ({blas_name()}); workers with OMP_WAIT_POLICY="
+             f"`{command}`, {when:%Y-%m-%d %H:%M} UTC, commit {env['commit']}. Raw output: `{log_name}`.", "",
+             f"- CPU: {cpu or cpu_model()}, {os.cpu_count()} cores; {platform.system()} {platform.release()}; Python "
+             f"{env['python']}, NumPy {env['numpy']} ({blas or blas_name()}); workers with OMP_WAIT_POLICY="
              f"{args.omp_wait_policy}. The machine was shared with other work during the run: timings are noisy, "
              "the all-core ones most.",
              "- Data: random full-precision float64 expansions of R terms (leading exponents in [-8, 8]); "
@@ -348,8 +349,10 @@ def goals(cells, ill) -> list:
         ratio = c["matmul"] / c["numpy_matmul"]
         if n == 1000 and R in (2, 4):
             limit = 25 if R == 2 else 100
-            out.append(f"n = 1000, R = {R}, threads {th}: `x @ y` {ratio:.1f}x NumPy float64 (goal <= {limit}x): "
-                       f"{'met' if ratio <= limit else 'NOT met'}")
+            cpu = c["matmul_cpu"] / max(c["numpy_matmul_cpu"], 1e-9)
+            out.append(f"n = 1000, R = {R}, threads {th}: `x @ y` {ratio:.1f}x NumPy float64 in wall time, "
+                       f"{cpu:.1f}x in CPU time (goal <= {limit}x): {'met' if ratio <= limit else 'NOT met'} in "
+                       f"wall time, {'met' if cpu <= limit else 'NOT met'} in CPU time")
         if n == 1000:
             sp = c["elementwise"] / c["matmul"]
             out.append(f"n = 1000, R = {R}, threads {th}: {sp:.0f}x faster than the element-wise path (goal >= 100x): "
@@ -421,6 +424,8 @@ def main(argv=None) -> int:
                          "default active spinning, a machine with more busy threads than cores makes every "
                          "parallel region of the engine cost milliseconds")
     ap.add_argument("--readme", metavar="JSON", help="print the README's table from a results JSON and exit")
+    ap.add_argument("--render", metavar="JSON", help="write the .md of a results JSON again (its run's figures, "
+                                                     "this version's layout) and exit")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ill-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
@@ -431,6 +436,14 @@ def main(argv=None) -> int:
     args.rs = [int(v) for v in str(args.rs).split(",")]
     if args.readme:
         print(readme_table(json.loads(Path(args.readme).read_text())))
+        return 0
+    if args.render:
+        res = json.loads(Path(args.render).read_text())
+        run_args = argparse.Namespace(**res["args"])
+        text = markdown(res["cells"], res["ill_conditioned"], run_args, res["environment"], res["command"],
+                        Path(args.render).with_suffix(".log").name, res.get("date"), res.get("cpu"), res.get("blas"))
+        Path(args.render).with_suffix(".md").write_text(text)
+        print(text)
         return 0
     if args.worker:
         worker(args)
