@@ -78,8 +78,11 @@ from .operations import absolute, add, div, mul, negative, reciprocal, renormali
 from .programs import FuseError, fuse
 from .reduce import (
     dot,
+    inner,
     matmul,
     sum,  # noqa: A004 - expansions.sum, like numpy.sum
+    tensordot,
+    vdot,
 )
 from .statistics import (
     argmax,
@@ -115,6 +118,8 @@ __all__ = [
     "sinh",
     "tan",
     "tanh",
+    "tensordot",
+    "vdot",
     "ExpansionArray",
     "FLOAT32",
     "FLOAT64",
@@ -147,6 +152,7 @@ __all__ = [
     "full",
     "full_like",
     "fuse",
+    "inner",
     "FuseError",
     "isfinite",
     "isinf",

@@ -398,6 +398,170 @@ def dot_underflow_term(n: int, R: int, fmt: Format) -> Fraction:
 
 
 # ----------------------------------------------------------------------------------------------
+# matrix products by exact slices (the Ozaki scheme): expansions.cpu.slices, expansions.slices
+
+#: Widest slice: a balanced digit (|d| <= 2**(beta-1)) must be exact in float32 (24 bits).
+SLICE_BITS_MAX = 24
+#: Narrowest slice the plan accepts (an inner dimension above 2**37 would need narrower ones).
+SLICE_BITS_MIN = 8
+
+
+def slice_bits(n: int) -> int:
+    """beta, the bits of one slice for an inner dimension n: the largest beta <= SLICE_BITS_MAX with
+    ``n * (2**(beta-1))**2 <= 2**53``, so that a product of two slice matrices, whose entries are
+    integers of magnitude at most 2**(beta-1) (balanced digits), sums n products of magnitude at most
+    2**(2 beta - 2) and every partial sum, in any order, is an integer of magnitude <= 2**53: exact in
+    float64 whatever the BLAS does (Ozaki, Ogita, Oishi, Rump 2012, the condition of their
+    splitting, here for balanced digits).  n = 1000 gives 22, n = 100 gives 24."""
+    n = max(int(n), 1)
+    beta = SLICE_BITS_MAX
+    while beta > SLICE_BITS_MIN and n * 4 ** (beta - 1) > 2**53:
+        beta -= 1
+    if n * 4 ** (beta - 1) > 2**53:
+        raise ValueError(f"inner dimension {n} too large for exact slice products")
+    return beta
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """What the slice product of an inner dimension n computes for R terms of precision p.
+
+    Each row of A (column of B) is cut into ``slices`` digit matrices D_1..D_S of ``beta``-bit
+    balanced digits below the row's scale 2**E; the product keeps the pairs (s, t) with
+    ``s + t <= levels`` (``pairs``, most significant first): ``gemms`` = levels (levels - 1) / 2
+    float64 matrix products.  ``truncation`` is tau of :func:`slice_truncation`, the exact bound of
+    what the dropped slices and pairs contribute, relative to n 2**(E_i + F_j)."""
+
+    n: int
+    R: int
+    p: int
+    beta: int
+    slices: int
+    levels: int
+    truncation: Fraction
+
+    @property
+    def pairs(self) -> tuple:
+        return tuple((s, L - s) for L in range(2, self.levels + 1) for s in range(1, L)
+                     if s <= self.slices and L - s <= self.slices)
+
+    @property
+    def gemms(self) -> int:
+        return len(self.pairs)
+
+    def chunk_digits(self, p: int) -> int:
+        """Digits per term of the output format (precision p) when the exact sum is cut into terms:
+        g balanced digits make an integer of at most 2**(beta-1) (2**(g beta) - 1)/(2**beta - 1) < 2**p
+        in magnitude when g beta <= p."""
+        return max(1, p // self.beta)
+
+    def chunks(self, p: int) -> int:
+        """Terms of the exact sum (levels -1..T, T + 2 digits) in the output format."""
+        return -(-(self.levels + 2) // self.chunk_digits(p))
+
+
+def slice_truncation(beta: int, slices: int, levels: int, R: int) -> Fraction:
+    """tau: |C_ij - C~_ij| <= n 2**(E_i + F_j) tau for the slice product C~ of the pairs s + t <= T
+    (T = levels) of S = ``slices`` slices of beta bits, R-term operands.
+
+    Proof.  Write a_k (k = 1..n) for the exact entries of row i of A and b_k for column j of B.
+    The slicing (:func:`expansions.cpu.slices.split`) gives a_k = sum_{s<=S} d_ks 2**(E - s beta) + V_k
+    with integers |d_ks| <= 2**(beta-1) (checked by the code) and |V_k| <= R 2**(E - S beta) / 2:
+    V_k is the sum over the R terms of each term's residue modulo 2**(E - S beta), rounded to
+    nearest, at most half of it.  With A-bar = 2**(beta-1) sum_{s<=S} 2**(-s beta),
+    |sum_s d_ks 2**(E - s beta)| <= 2**E A-bar, and the same for b_k (scale 2**F).  Then
+    a b - a^ b^ = V b^ + a^ V' + V V', so per k, relative to 2**(E+F):
+
+        |a_k b_k - a^_k b^_k| <= v (B-bar + v) + A-bar v,   v = R 2**(-S beta) / 2,
+
+    and the dropped pairs s + t > T add at most 2**(2 beta - 2) sum_{s,t<=S, s+t>T} 2**(-(s+t) beta).
+    Summing over the n values of k gives n 2**(E+F) tau.  The kept pairs are summed exactly (each
+    product of slice matrices is exact, see :func:`slice_bits`, and their sum is accumulated in
+    integers, :func:`expansions.cpu.slices.fold`)."""
+    w = _pow2(-beta)
+    bar = _pow2(beta - 1) * sum(w**s for s in range(1, slices + 1))
+    v = Fraction(R, 2) * w**slices
+    dropped = _pow2(2 * beta - 2) * sum(w ** (s + t) for s in range(1, slices + 1)
+                                        for t in range(1, slices + 1) if s + t > levels)
+    return v * (bar + v) + bar * v + dropped
+
+
+def slice_plan(n: int, R: int, fmt) -> SlicePlan:
+    """The fewest slice products for R terms of the format fmt (or precision p): S = T - 1 slices per
+    operand and the pairs s + t <= T, T the smallest level with
+    ``tau <= 2**(-(p-1) R - 4)`` (:func:`slice_truncation`), so that the truncation is at most
+    ``2**(-(p-1) R) n max_k |a_ik| max_k |b_kj|`` (2**(E+F) <= 16 max|a| max|b|, see
+    :func:`matmul_slices`).  For n = 1000, float64: 15 products at R = 2, 36 at R = 3, 55 at R = 4."""
+    return _slice_plan(int(n), int(R), _format(fmt))
+
+
+@functools.lru_cache(maxsize=4096)
+def _slice_plan(n: int, R: int, fmt: Format) -> SlicePlan:
+    beta = slice_bits(n)
+    target = _pow2(-(fmt.p - 1) * R - 4)
+    T = 2
+    while True:
+        tau = slice_truncation(beta, T - 1, T, R)
+        if tau <= target:
+            return SlicePlan(int(n), R, fmt.p, beta, T - 1, T, tau)
+        T += 1
+
+
+def slice_scale_fits(plan: SlicePlan, fmt) -> bool:
+    """Whether the exact sum of a slice product, digits of levels -1..T scaled so that the lowest
+    level's unit is the smallest normal number 2**emin, stays below 2**emax: every term formed from
+    it is then exact and normal (``expansions.cpu.slices.finish``).  True for float64 up to R = 32;
+    for float32 up to R = 6 at n = 1000."""
+    fmt = _format(fmt)
+    c0 = fmt.emin + plan.levels * plan.beta
+    return c0 + plan.beta + (max(plan.n, 1) - 1).bit_length() + 1 <= fmt.emax
+
+
+@dataclass(frozen=True)
+class ComponentwiseBound:
+    """``|C_ij - out_ij| <= scaled * n * 2**(E_i + F_j) + relative * |C_ij| + absolute``, for every
+    entry, with E_i, F_j the row and column scales of the slice product."""
+
+    scaled: Fraction
+    relative: Fraction
+    absolute: Fraction
+    source: str
+    note: str = ""
+
+
+def matmul_slices(n: int, R: int, fmt) -> ComponentwiseBound:
+    """Proven componentwise bound of the slice product (:func:`expansions.slices.matmul`) of an m x n
+    and an n x p matrix of expansions, R terms of format fmt out:
+
+        |C_ij - out_ij| <= tau (1 + rho) n 2**(E_i + F_j) + rho |C_ij| + R eta / 2,
+
+    where C is the exact product, tau = ``slice_plan(n, R, fmt).truncation``, E_i = 1 + the largest
+    exponent e (2**(e-1) <= |t| < 2**e) of the finite terms t of row i of A (so 2**(E_i - 2) <=
+    max_k |a_ik| (1 + 2**-52) when the terms are ulp-nonoverlapping; +1 for each row where the slicing
+    raised it, see :func:`expansions.cpu.slices.split`), F_j the same for column j of B, and
+    rho = 2**((1-p) R) / ((1 - 2**(1-p)) (1 - d)), d = :func:`tail_ratio` (0 when the exact sum has
+    at most R terms, ``plan.chunks(p) <= R``).
+
+    Proof.  :func:`slice_truncation` bounds |C - C~| by n 2**(E+F) tau, where C~ is the exact sum of
+    the kept slice products.  C~ is held exactly as digits and cut into normal terms of the format
+    (exact: :func:`slice_scale_fits`); the library's renormalization of those K terms into K terms
+    is error-free and ulp-nonoverlapping, r_0..r_{K-1}; keeping r_0..r_{R-1} drops at most
+    |r_{R-1}| t/(1-t) <= |r_0| t**R/(1-t), t = 2**(1-p), and |r_0| <= |C~|/(1-d) (the terms are
+    normal: every nonzero value there is a multiple of the smallest normal number), so at most
+    rho |C~| <= rho (|C| + n 2**(E+F) tau).  Scaling the R kept terms back by 2**(E_i + F_j - c0)
+    is exact unless a term falls below the underflow threshold, where it rounds by at most eta/2:
+    R eta / 2.  The last renormalization (R into R terms) is error-free.  Overflow: a result whose
+    leading term overflows is (+-inf, 0, ..., 0)."""
+    fmt = _format(fmt)
+    plan = slice_plan(n, R, fmt)
+    t = _pow2(1 - fmt.p)
+    rho = t**R / (1 - t) / (1 - tail_ratio(fmt.p)) if plan.chunks(fmt.p) > R else Fraction(0)
+    return ComponentwiseBound(plan.truncation * (1 + rho), rho, Fraction(R, 2) * fmt.eta,
+                              "Ozaki, Ogita, Oishi, Rump 2012 (exact slice products); expansions.bounds.matmul_slices",
+                              f"{plan.gemms} slice products, beta = {plan.beta}, S = {plan.slices}, T = {plan.levels}")
+
+
+# ----------------------------------------------------------------------------------------------
 # elementary functions (expansions.cpu.elementary): stated bounds, EMPIRICAL (not proven)
 
 #: The elementary functions whose accuracy is stated by :func:`elementary`.

@@ -11,7 +11,9 @@ terms of ExpansionArrays (NumPy blocks on the CPU, CuPy blocks on a GPU): the te
 chunk, chunks run along the logical axes only.  Element-wise operations and any function of the
 library (``sqrt``, ``absolute``, fused programs, ...) run block by block (:meth:`map_blocks`).
 
-Reproducible reductions.  ``expansions.sum``, ``dot`` and ``matmul`` evaluate the canonical pairwise
+Reproducible reductions.  ``expansions.sum``, and ``dot`` and ``matmul`` with ``method="elementwise"``
+(the products here always use that method; the single-device default may be the slice product of
+:mod:`expansions.slices`, whose digits need whole rows and columns) evaluate the canonical pairwise
 tree (adjacent pairs, odd last carried; :mod:`expansions.reduce`), whose node at level L and index j
 covers the aligned elements [j 2^L, (j+1) 2^L) of the reduced axis.  Here each chunk covering
 [a, b) of that axis is cut into maximal aligned pieces (a piece at the end of the axis may stop at
@@ -325,15 +327,16 @@ def sum(x: ExpansionDaskArray, axis=None) -> ExpansionDaskArray:  # noqa: A001 -
 
 
 def dot(x: ExpansionDaskArray, y: ExpansionDaskArray) -> ExpansionDaskArray:
-    """``expansions.dot`` of two 1-D arrays (a 0-d result), or a 2-D x with a 1-D or 2-D y (as
-    :func:`matmul`), bit-identical to the single-device result whatever the chunks (x's chunks of the
-    reduced axis must equal y's)."""
+    """``expansions.dot(..., method="elementwise")`` of two 1-D arrays (a 0-d result), or a 2-D x with a
+    1-D or 2-D y (as :func:`matmul`), bit-identical to that single-device result whatever the chunks
+    (x's chunks of the reduced axis must equal y's)."""
     if x.ndim == 1 and y.ndim == 1:
         _check_pair(x, y)
         xb, yb = x.terms.to_delayed().reshape(-1), y.terms.to_delayed().reshape(-1)
 
         def piece(c, s, e):
-            return dask.delayed(lambda a, b, s=s, e=e: _dot(ExpansionArray(a[s:e]), ExpansionArray(b[s:e])).terms)(
+            return dask.delayed(lambda a, b, s=s, e=e: _dot(ExpansionArray(a[s:e]), ExpansionArray(b[s:e]),
+                                                                      method="elementwise").terms)(
                 xb[c], yb[c])
 
         zero = np.zeros((x.nterms,), dtype=x.dtype)
@@ -342,7 +345,8 @@ def dot(x: ExpansionDaskArray, y: ExpansionDaskArray) -> ExpansionDaskArray:
 
 
 def matmul(x: ExpansionDaskArray, y: ExpansionDaskArray) -> ExpansionDaskArray:
-    """``x @ y`` for a 2-D x and a 1-D or 2-D y, bit-identical to ``expansions.matmul`` on one device;
+    """``x @ y`` for a 2-D x and a 1-D or 2-D y, bit-identical to ``expansions.matmul(x, y,
+    method="elementwise")`` on one device;
     x's chunks along its columns must equal y's along its rows (the reduced axis)."""
     if not (isinstance(x, ExpansionDaskArray) and isinstance(y, ExpansionDaskArray)):
         raise TypeError("matmul expects two ExpansionDaskArrays")
@@ -360,7 +364,8 @@ def matmul(x: ExpansionDaskArray, y: ExpansionDaskArray) -> ExpansionDaskArray:
     out_shape = (x.shape[0],) + y.shape[1:]
 
     def piece(c, s, e):
-        return dask.delayed(lambda a, b, s=s, e=e: _matmul(ExpansionArray(a[:, s:e]), ExpansionArray(b[s:e])).terms)(
+        return dask.delayed(lambda a, b, s=s, e=e: _matmul(ExpansionArray(a[:, s:e]), ExpansionArray(b[s:e]),
+                                                                         method="elementwise").terms)(
             xb[c], yb[c])
 
     zero = np.zeros(out_shape + (x.nterms,), dtype=x.dtype)

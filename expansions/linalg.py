@@ -3,16 +3,38 @@
 ``lstsq`` on ExpansionArrays through NumPy's protocol).
 
 Every routine is a composition of the library's operations (``+ - * /``, :func:`expansions.sqrt`, the
-exact comparisons, :func:`expansions.sum`), written as a loop over the matrix dimension whose steps
+exact comparisons, :func:`expansions.sum`, :func:`expansions.matmul`), written as loops whose steps
 are vectorized over the stacked matrices (the leading axes, as NumPy batches them) and the rows, so
 the same code runs on cpu and cuda arrays and gives the same bits on both.  Results have the format
 of the expansion operand (a NumPy or CuPy operand is converted to it exactly).
 
-Algorithms (Golub and Van Loan, *Matrix Computations*, 4th ed.): LU with partial pivoting (the pivot
-is the entry of largest magnitude, found by exact comparisons; ties go to the first), triangular
-solves by columns; ``det`` the product of U's diagonal with the permutation's sign; ``inv`` the
-solve with the identity; Cholesky right-looking (A = L L^T, L lower); ``qr`` by modified Gram-Schmidt
-(reduced: Q is m x k, R is k x n, k = min(m, n)); ``lstsq`` by that QR (full column rank).
+Algorithms (Golub and Van Loan, *Matrix Computations*, 4th ed., ch. 3-5), recursive or blocked so
+that most of the work is matrix products, which :func:`expansions.matmul` computes by exact slices on
+the BLAS (:mod:`expansions.slices`) where that is faster:
+
+* LU with partial pivoting by Toledo's recursion (SIAM J. Matrix Anal. Appl. 18, 1997): the left half
+  of the columns, the block row ``U12 = L11^-1 A12``, the update ``A22 - L21 U12`` (one product), the
+  right half; up to :data:`LEAF` columns, column by column (GVL Algorithm 3.4.1), the pivot the entry
+  of largest magnitude (exact comparisons, ties to the first); row exchanges on whole rows;
+* triangular solves recursively (the solved half's contribution to the other half is one product);
+* ``det`` the product of U's diagonal with the permutation's sign; ``inv`` the solve with the identity;
+* Cholesky (A = L L^T, L lower) recursively: the leading half, ``L21 = A21 L11^-T``, the trailing half
+  of ``A22 - L21 L21^T`` (one product);
+* ``qr`` by block Gram-Schmidt with reorthogonalization (BCGS2) over panels of LEAF columns and
+  modified Gram-Schmidt within each panel (reduced: Q is m x k, R is k x n, k = min(m, n));
+  ``lstsq`` by that QR (full column rank).
+
+Matrices of at most LEAF columns run the unblocked algorithms; every step runs on all the stacked
+matrices at once, each product per matrix.
+
+``solve(a, b, refine=True)``: mixed-precision iterative refinement (Wilkinson; Moler 1967; Higham,
+*Accuracy and Stability of Numerical Algorithms*, ch. 12): x0 from float64 LAPACK (NumPy or CuPy) on
+the leading terms, then ``r = b - a x`` in expansions (a matrix product by slices and a
+subtraction), ``d`` = the float64 solve of r's leading terms, ``x = x + d``, until
+``||d||_inf <= 2**-((p-1) R) ||x||_inf`` (converged); it falls back to the LU in expansions,
+with a RuntimeWarning, when the float64 matrix is singular, when a correction does not shrink by
+half, or after :data:`REFINE_MAX_STEPS` steps: refinement converges when the condition number is
+below about 1/(2 u) ~ 4e15 for float64 factors (its rate is about cond(a) * 2**-53 per step).
 
 Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``: "Singular matrix";
 ``det`` returns 0 instead) and a matrix that is not positive definite (``cholesky``) raise
@@ -29,6 +51,7 @@ backward-error results hold with that u: LU with partial pivoting solves (A + E)
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -36,14 +59,21 @@ from .arraytype import ExpansionArray, implements
 from .backends import xp_of
 from .creation import array as _array
 from .operations import absolute, compare, unary
+from .reduce import matmul as _matmul
 from .reduce import sum as _sum
 from .statistics import argmax
 from .statistics import max as _max
 from .statistics import min as _min
 
-__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "LinAlgError"]
+__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "LinAlgError", "LEAF",
+           "REFINE_MAX_STEPS"]
 
 LinAlgError = np.linalg.LinAlgError
+
+#: Sizes up to which the recursive LU, Cholesky and triangular solves work column by column.
+LEAF = 16
+#: Most refinement steps of ``solve(..., refine=True)`` before it falls back to the LU in expansions.
+REFINE_MAX_STEPS = 40
 
 
 def _expansion(a, like: ExpansionArray | None, what: str) -> ExpansionArray:
@@ -82,16 +112,36 @@ def _swap_rows(t, k: int, p):
 def lu_factor(a):
     """LU with partial pivoting of the stacked square matrices a (..., n, n): ``(lu, perm, swaps)`` with
     L (unit lower, below the diagonal) and U (on and above) in ``lu``, ``perm`` (..., n) the row
-    order (``a[..., perm, :] = L U``) and ``swaps`` (...) the number of row exchanges.  A zero pivot
-    (a singular matrix) leaves the rest of its column zero; callers that divide check for it."""
+    order (``a[..., perm, :] = L U``) and ``swaps`` (...) the number of row exchanges.  Recursive
+    (see the module docstring): its updates are matrix products.  A zero pivot (a singular matrix)
+    leaves the rest of its column zero; callers that divide check for it."""
     a = _expansion(a, None, "lu_factor")
     lu, batch, n = _square_stack(a, "lu_factor")
     xp = xp_of(lu.terms)
     B = lu.shape[0]
     perm = xp.tile(xp.arange(n), (B, 1))
     swaps = xp.zeros(B, dtype=np.int64)
-    for k in range(n):
-        p = argmax(absolute(lu[:, k:, k]), axis=-1) + k
+    _lu_columns(lu, perm, swaps, 0, n)
+    return lu.reshape(batch + (n, n)), perm.reshape(batch + (n,)), swaps.reshape(batch)
+
+
+def _lu_columns(lu: ExpansionArray, perm, swaps, k0: int, k1: int):
+    """In place: LU with partial pivoting of columns k0..k1 of the stacked lu (B, n, n), rows k0..n,
+    the columns before k0 factored and those from k0 updated by them; row exchanges on whole rows.
+    Toledo's recursion (1997): the left half, the block row ``U12 = L11^-1 A12``, the update
+    ``A22 - L21 U12`` (one matrix product), the right half; up to :data:`LEAF` columns, column by
+    column (GVL Algorithm 3.4.1 restricted to the columns k0..k1)."""
+    xp = xp_of(lu.terms)
+    B, n = lu.shape[0], lu.shape[-1]
+    if k1 - k0 > LEAF:
+        h = (k0 + k1) // 2
+        _lu_columns(lu, perm, swaps, k0, h)
+        lu[:, k0:h, h:k1] = _solve_lower(lu[:, k0:h, k0:h], lu[:, k0:h, h:k1], unit=True)
+        lu[:, h:, h:k1] = lu[:, h:, h:k1] - _matmul(lu[:, h:, k0:h], lu[:, k0:h, h:k1])
+        _lu_columns(lu, perm, swaps, h, k1)
+        return
+    for k in range(k0, k1):
+        p = _pivot(lu[:, k:, k]) + k
         moved = p != k
         _swap_rows(lu.terms, k, p)
         pk = perm[:, k].copy()
@@ -103,9 +153,70 @@ def lu_factor(a):
             nonzero = xp.asarray(compare("ne", pivot, 0)).reshape(B)
             col = lu[:, k + 1:, k] / pivot[:, None]  # a zero pivot: the column below is zero, keep it
             col = ExpansionArray(xp.where(nonzero[:, None, None], col.terms, xp.zeros_like(col.terms)))
-            lu[:, k + 1:, k + 1:] = lu[:, k + 1:, k + 1:] - col[:, :, None] * lu[:, None, k, k + 1:]
+            if k + 1 < k1:
+                lu[:, k + 1:, k + 1:k1] = lu[:, k + 1:, k + 1:k1] - col[:, :, None] * lu[:, None, k, k + 1:k1]
             lu[:, k + 1:, k] = col
-    return lu.reshape(batch + (n, n)), perm.reshape(batch + (n,)), swaps.reshape(batch)
+
+
+def _solve_lower(L: ExpansionArray, b: ExpansionArray, unit: bool = False) -> ExpansionArray:
+    """X with L X = b for the stacked lower triangles of L (B, r, r) (unit diagonal if ``unit``) and
+    b (B, r, c), recursively: X1 from the upper half, then ``b2 - L21 X1`` (one matrix product), X2;
+    up to :data:`LEAF` rows, forward substitution by columns."""
+    r = L.shape[1]
+    if r > LEAF:
+        h = r // 2
+        x1 = _solve_lower(L[:, :h, :h], b[:, :h], unit)
+        x2 = _solve_lower(L[:, h:, h:], b[:, h:] - _matmul(L[:, h:, :h], x1), unit)
+        return _stack_rows(x1, x2)
+    x = b.copy()
+    for k in range(r):
+        if not unit:
+            x[:, k] = x[:, k] / L[:, k, k, None]
+        if k + 1 < r:
+            x[:, k + 1:] = x[:, k + 1:] - L[:, k + 1:, k, None] * x[:, k, None]
+    return x
+
+
+def _solve_upper(U: ExpansionArray, b: ExpansionArray) -> ExpansionArray:
+    """X with U X = b for the stacked upper triangles of U (B, r, r) and b (B, r, c), recursively
+    (the lower half first); up to :data:`LEAF` rows, back substitution by columns."""
+    r = U.shape[1]
+    if r > LEAF:
+        h = r // 2
+        x2 = _solve_upper(U[:, h:, h:], b[:, h:])
+        x1 = _solve_upper(U[:, :h, :h], b[:, :h] - _matmul(U[:, :h, h:], x2))
+        return _stack_rows(x1, x2)
+    x = b.copy()
+    for k in range(r - 1, -1, -1):
+        x[:, k] = x[:, k] / U[:, k, k, None]
+        if k:
+            x[:, :k] = x[:, :k] - U[:, :k, k, None] * x[:, k, None]
+    return x
+
+
+def _stack_rows(x1: ExpansionArray, x2: ExpansionArray) -> ExpansionArray:
+    xp = xp_of(x1.terms)
+    return ExpansionArray(xp.concatenate([x1.terms, x2.terms], axis=1))
+
+
+def _pivot(col: ExpansionArray):
+    """argmax(absolute(col), axis=-1) for the columns col (B, m) (exact comparisons, ties to the
+    first), from the leading terms where they decide: an entry whose leading term is below
+    ``(1 - 2**(3-p))`` times the largest leading magnitude is smaller than the largest entry (the
+    terms after the leading one add at most about ulp(x0)), so only the entries above that threshold
+    are compared exactly, and only when there are several.  Columns with a non-finite term: all
+    compared exactly."""
+    xp = xp_of(col.terms)
+    lead = xp.abs(col.terms[..., 0])
+    if not bool(xp.isfinite(col.terms).all()):
+        return argmax(absolute(col), axis=-1)
+    top = lead.max(axis=-1, keepdims=True)
+    margin = 2.0 ** (3 - (np.finfo(col.dtype).nmant + 1))
+    candidates = lead >= top * (1 - margin)
+    if not bool((candidates.sum(axis=-1) > 1).any()):
+        return xp.argmax(lead, axis=-1)
+    masked = ExpansionArray(xp.where(candidates[..., None], col.terms, xp.zeros_like(col.terms)))
+    return argmax(absolute(masked), axis=-1)
 
 
 def lu(a):
@@ -132,17 +243,11 @@ def _check_singular(f: ExpansionArray, what: str):
 
 
 def _lu_solve(f: ExpansionArray, perm, b: ExpansionArray) -> ExpansionArray:
-    """Solve with the factors of :func:`lu_factor` (stacked (B, n, n), perm (B, n)) for b (B, n, m)."""
+    """Solve with the factors of :func:`lu_factor` (stacked (B, n, n), perm (B, n)) for b (B, n, m):
+    L y = P b (unit lower), then U x = y, both recursive (:func:`_solve_lower`, :func:`_solve_upper`)."""
     xp = xp_of(f.terms)
-    _B, n = f.shape[0], f.shape[-1]
     y = ExpansionArray(xp.ascontiguousarray(xp.take_along_axis(b.terms, perm[:, :, None, None], axis=1)))
-    for k in range(n - 1):  # forward: L y = P b (unit diagonal)
-        y[:, k + 1:] = y[:, k + 1:] - f[:, k + 1:, k, None] * y[:, k, None]
-    for k in range(n - 1, -1, -1):  # back: U x = y
-        y[:, k] = y[:, k] / f[:, k, k, None]
-        if k:
-            y[:, :k] = y[:, :k] - f[:, :k, k, None] * y[:, k, None]
-    return y
+    return _solve_upper(f, _solve_lower(f, y, unit=True))
 
 
 def _rhs(a: ExpansionArray, b, what: str):
@@ -162,10 +267,22 @@ def _rhs(a: ExpansionArray, b, what: str):
 
 
 @implements(np.linalg.solve)
-def solve(a, b):
-    """x with a x = b, by LU with partial pivoting; a (..., n, n), b (n,) or (..., n, m) as in NumPy
-    (stacks broadcast).  An exactly zero pivot raises LinAlgError("Singular matrix")."""
+def solve(a, b, refine: bool = False):
+    """x with a x = b; a (..., n, n), b (n,) or (..., n, m) as in NumPy (stacks broadcast).
+
+    By the blocked LU with partial pivoting of :func:`lu_factor` and blocked triangular solves; an
+    exactly zero pivot raises LinAlgError("Singular matrix").  ``refine=True``: mixed-precision
+    iterative refinement from float64 LAPACK factors (see the module docstring), the fast path for
+    systems whose condition number is below about 1e15; where it does not converge it warns
+    (RuntimeWarning) and returns the LU solution instead."""
     a = _expansion(a, b if isinstance(b, ExpansionArray) else None, "solve")
+    if refine:
+        x = _solve_refined(a, b)
+        if x is not None:
+            return x
+        warnings.warn("solve(refine=True): iterative refinement from float64 factors did not converge (condition "
+                      "number too large for float64, or a singular or non-finite float64 matrix); solved by the "
+                      "LU in expansions instead", RuntimeWarning, stacklevel=2)
     f, perm, _ = lu_factor(a)
     n = a.shape[-1]
     _check_singular(f, "solve")
@@ -176,6 +293,49 @@ def solve(a, b):
         (B, n, n, f.nterms)))
     pb = xp.ascontiguousarray(xp.broadcast_to(perm, batch + (n,))).reshape(B, n)
     return _lu_solve(fb, pb, bb).reshape(out_shape)
+
+
+def _solve_refined(a: ExpansionArray, b):
+    """Iterative refinement for :func:`solve`: the solution, or None where it does not converge."""
+    _square_stack(a, "solve")
+    bb, batch, out_shape = _rhs(a, b, "solve")
+    n, R = a.shape[-1], a.nterms
+    xp = xp_of(a.terms)
+    B = math.prod(batch)
+    A = ExpansionArray(xp.ascontiguousarray(xp.broadcast_to(a.terms, batch + (n, n, R))).reshape((B, n, n, R)))
+    A0 = A.terms[..., 0].astype(np.float64)
+    if n == 0:
+        return bb.reshape(out_shape)
+    if not bool(xp.isfinite(A0).all()) or not bool(xp.isfinite(bb.terms).all()):
+        return None
+    fmt_unit = 2.0 ** (-(np.finfo(a.dtype).nmant) * R)  # 2**-((p-1) R)
+
+    def float64_solve(rhs):
+        try:
+            with np.errstate(all="ignore"):
+                d = xp.linalg.solve(A0, rhs.terms[..., 0].astype(np.float64))
+        except np.linalg.LinAlgError:
+            return None
+        return d if bool(xp.isfinite(d).all()) else None
+
+    d = float64_solve(bb)
+    if d is None:
+        return None
+    x = _array(d, terms=R, dtype=a.dtype.name, device=a.device)
+    previous = math.inf
+    for _ in range(REFINE_MAX_STEPS):
+        r = bb - _matmul(A, x)
+        d = float64_solve(r)
+        if d is None:
+            return None
+        x = x + _array(d, terms=R, dtype=a.dtype.name, device=a.device)
+        size = float(xp.abs(d).max())
+        if size <= fmt_unit * float(xp.abs(x.terms[..., 0]).max()):
+            return x.reshape(out_shape)
+        if size > previous / 2:
+            return None
+        previous = size
+    return None
 
 
 @implements(np.linalg.inv)
@@ -205,31 +365,55 @@ def det(a):
 
 @implements(np.linalg.cholesky)
 def cholesky(a, upper: bool = False):
-    """L lower triangular with a = L L^T (right-looking Cholesky); ``upper=True`` gives L^T.  Raises
+    """L lower triangular with a = L L^T, recursively (the leading half, ``L21 = A21 L11^-T`` by a
+    triangular solve, the trailing half of ``A22 - L21 L21^T``, one matrix product); up to
+    :data:`LEAF` columns right-looking column by column.  ``upper=True`` gives L^T.  Raises
     LinAlgError("Matrix is not positive definite") when a pivot is not positive."""
     a = _expansion(a, None, "cholesky")
     w, batch, n = _square_stack(a, "cholesky")
     xp = xp_of(w.terms)
-    for j in range(n):
-        d = w[:, j, j]
-        if _any(compare("le", d, 0)):
-            raise LinAlgError("Matrix is not positive definite")
-        d = unary("sqrt", d)
-        col = w[:, j + 1:, j] / d[:, None]
-        w[:, j, j] = d
-        w[:, j + 1:, j] = col
-        if j + 1 < n:
-            w[:, j + 1:, j + 1:] = w[:, j + 1:, j + 1:] - col[:, :, None] * col[:, None, :]
+    _cholesky_in_place(w, 0, n)
     L = ExpansionArray(xp.where(xp.tril(xp.ones((n, n), dtype=bool))[..., None], w.terms, xp.zeros_like(w.terms)))
     L = L.reshape(batch + (n, n))
     return ExpansionArray(xp.ascontiguousarray(xp.swapaxes(L.terms, -2, -3))) if upper else L
 
 
+def _transpose(x: ExpansionArray) -> ExpansionArray:
+    xp = xp_of(x.terms)
+    return ExpansionArray(xp.ascontiguousarray(xp.swapaxes(x.terms, -2, -3)))
+
+
+def _cholesky_in_place(w: ExpansionArray, k0: int, k1: int):
+    """The Cholesky factor of the stacked block w[:, k0:k1, k0:k1] in its lower triangle, in place."""
+    if k1 - k0 > LEAF:
+        h = (k0 + k1) // 2
+        _cholesky_in_place(w, k0, h)
+        L21 = _transpose(_solve_lower(w[:, k0:h, k0:h], _transpose(w[:, h:k1, k0:h])))
+        w[:, h:k1, k0:h] = L21
+        w[:, h:k1, h:k1] = w[:, h:k1, h:k1] - _matmul(L21, _transpose(L21))
+        _cholesky_in_place(w, h, k1)
+        return
+    for j in range(k0, k1):
+        d = w[:, j, j]
+        if _any(compare("le", d, 0)):
+            raise LinAlgError("Matrix is not positive definite")
+        d = unary("sqrt", d)
+        col = w[:, j + 1:k1, j] / d[:, None]
+        w[:, j, j] = d
+        w[:, j + 1:k1, j] = col
+        if j + 1 < k1:
+            w[:, j + 1:k1, j + 1:k1] = w[:, j + 1:k1, j + 1:k1] - col[:, :, None] * col[:, None, :]
+
+
 @implements(np.linalg.qr)
 def qr(a, mode: str = "reduced"):
     """``(Q, R)`` with a = Q R, Q (..., m, k) with orthonormal columns and R (..., k, n) upper
-    triangular, k = min(m, n), by modified Gram-Schmidt (NumPy's 'reduced' mode; 'r' gives R alone).
-    A column that is a combination of the previous ones (rank deficiency) gives a NaN column of Q."""
+    triangular, k = min(m, n), by block Gram-Schmidt (NumPy's 'reduced' mode; 'r' gives R alone):
+    panels of :data:`LEAF` columns, each orthogonalized against the previous Q twice (BCGS2: block
+    classical Gram-Schmidt with reorthogonalization, Barlow and Smoktunowicz 2013; four matrix
+    products), then by modified Gram-Schmidt within the panel.  Up to LEAF columns this is modified
+    Gram-Schmidt.  A column that is a combination of the previous ones (rank deficiency) gives a NaN
+    column of Q."""
     if mode not in ("reduced", "r"):
         raise ValueError(f"qr: mode {mode!r} is not supported (use 'reduced' or 'r')")
     a = _expansion(a, None, "qr")
@@ -241,18 +425,29 @@ def qr(a, mode: str = "reduced"):
     xp = xp_of(a.terms)
     cols = ExpansionArray(xp.ascontiguousarray(xp.swapaxes(a.terms.reshape((math.prod(batch), m, n, a.nterms)), 1, 2)))
     B = cols.shape[0]
-    Q = ExpansionArray(xp.zeros((B, k, m, a.nterms), dtype=a.dtype))
+    Q = ExpansionArray(xp.zeros((B, k, m, a.nterms), dtype=a.dtype))  # the columns of Q, as rows
     R = ExpansionArray(xp.zeros((B, k, n, a.nterms), dtype=a.dtype))
-    for j in range(n):
-        v = cols[:, j]
-        for i in range(min(j, k)):
-            r = _sum(Q[:, i] * v, axis=-1)
-            R[:, i, j] = r
-            v = v - r[:, None] * Q[:, i]
-        if j < k:
-            r = unary("sqrt", _sum(v * v, axis=-1))
-            R[:, j, j] = r
-            Q[:, j] = v / r[:, None]
+    for j0 in range(0, n, LEAF):
+        j1 = min(j0 + LEAF, n)
+        W = cols[:, j0:j1]  # (B, w, m): the panel's columns, as rows
+        q = min(j0, k)
+        if q:
+            Qp = Q[:, :q]
+            S = _matmul(Qp, _transpose(W))  # (B, q, w): Q^T W
+            W = W - _matmul(_transpose(S), Qp)
+            S2 = _matmul(Qp, _transpose(W))  # reorthogonalization
+            W = W - _matmul(_transpose(S2), Qp)
+            R[:, :q, j0:j1] = S + S2
+        for j in range(j0, j1):
+            v = W[:, j - j0]
+            for i in range(q, min(j, k)):
+                r = _sum(Q[:, i] * v, axis=-1)
+                R[:, i, j] = r
+                v = v - r[:, None] * Q[:, i]
+            if j < k:
+                r = unary("sqrt", _sum(v * v, axis=-1))
+                R[:, j, j] = r
+                Q[:, j] = v / r[:, None]
     R = R.reshape(batch + (k, n))
     if mode == "r":
         return R

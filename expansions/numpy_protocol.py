@@ -4,9 +4,9 @@ Ufuncs (method ``__call__``): the entries of :data:`UFUNCS` (add, subtract, mult
 negative, positive, absolute, sqrt, matmul, the six comparisons, and what other modules register
 with :func:`register_ufunc`), plus ``add.reduce``; ``out=`` a single ExpansionArray of the result's
 shape/R/dtype/device (a boolean array for comparisons).  Functions: the entries registered in
-:data:`expansions.arraytype.HANDLED` (np.sum, np.dot, np.matmul, np.shape, np.ndim, np.size here,
-and those of the modules that implement more).  A NumPy function or ufunc without an entry raises a
-TypeError that names it.
+:data:`expansions.arraytype.HANDLED` (np.sum, np.dot, np.inner, np.vdot, np.tensordot, np.matmul, np.shape,
+np.ndim, np.size here, and those of the modules that implement more).  A NumPy function or ufunc
+without an entry raises a TypeError that names it.
 
 Mixed operands are promoted exactly (:mod:`expansions.promote`); no silent device transfers;
 ``np.asarray(x)`` raises instead of dropping terms (see ``ExpansionArray.__array__``).
@@ -201,6 +201,21 @@ def np_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NOVALUE,
 def np_dot(a, b, out=None):
     r = reduce.dot(*operands(a, b))
     return r if out is None else write_out(out, r, "np.dot")
+
+
+@implements(np.inner)
+def np_inner(a, b):
+    return reduce.inner(*operands(a, b))
+
+
+@implements(np.vdot)
+def np_vdot(a, b):
+    return reduce.vdot(*operands(a, b))
+
+
+@implements(np.tensordot)
+def np_tensordot(a, b, axes=2):
+    return reduce.tensordot(*operands(a, b), axes=axes)
 
 
 @implements(np.matmul)  # np.matmul is a ufunc (it reaches __array_ufunc__); this entry serves `@` too

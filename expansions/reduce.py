@@ -1,4 +1,10 @@
-"""Reductions of expansion arrays: :func:`sum`, :func:`dot`, :func:`matmul`.
+"""Reductions of expansion arrays: :func:`sum`, :func:`dot`, :func:`matmul`, :func:`inner`, :func:`vdot`,
+:func:`tensordot`.
+
+Products of matrices are computed one of two ways (``method=``): by exact slices on the platform's
+matrix multiply (:mod:`expansions.slices`, the Ozaki scheme; bound
+:func:`expansions.bounds.matmul_slices`), the default where it is faster (:func:`choose_method`), or
+element by element ("elementwise", below).
 
 Every reduction of n expansions x_0 .. x_{n-1} is the canonical pairwise tree "adjacent pairs, odd
 last carried": level by level, element j of the next level is ``node(x[2j], x[2j+1])`` and an odd last
@@ -23,6 +29,7 @@ import math
 
 import numpy as np
 
+from . import slices as _slices
 from .arraytype import ExpansionArray
 from .backends import for_terms, xp_of
 from .operations import operands
@@ -94,16 +101,74 @@ def _not_aligned(x, y, dx, dy):
                       f"{y.shape[dy]} (dim {dy})")
 
 
-def dot(x, y) -> ExpansionArray:
+#: The products' methods: "auto" picks one of the others per 2-D product (:func:`choose_method`).
+METHODS = ("auto", "slices", "elementwise")
+
+# Cost model of :func:`choose_method`, seconds, fitted on one core of an x86-64 CPU (AVX-512 BLAS at
+# about 80 GFLOP/s; expansions' engine): the element-wise product per multiply-add and R, and for the
+# slice product a fixed cost per slice product, per term and slice of an operand entry, per output
+# entry and per floating-point operation of the BLAS.
+_ELEMENTWISE_PER_MULADD_TERM = 0.22e-6
+_SLICES_PER_PRODUCT = 30e-6
+_SLICES_PER_DIGIT = 6e-9
+_SLICES_PER_OUTPUT = 0.2e-6
+_SLICES_PER_OUTPUT_PRODUCT = 3e-9
+_SLICES_PER_FLOP = 1 / 40e9
+
+
+def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto") -> str:
+    """The method of an (m, k) @ (k, n) product of R-term expansions of ``dtype``: ``method`` itself
+    unless it is "auto"; "auto" is "slices" for products of matrices (m n > 1) where
+    :func:`expansions.slices.supported` and the cost model (the constants above) predicts it faster
+    than "elementwise", else "elementwise" (so a dot product of two vectors, ``vdot`` and 1-D ``dot``
+    and ``inner``, keeps the tree and its bound relative to sum |x_i y_i|).  On one core, R = 2
+    switches to slices from about 12 x 12 x 12, R = 8 from about 16 x 16 x 16 (a matrix times a vector
+    from about 64 x 64 for R <= 4)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown product method {method!r}: use one of {METHODS}")
+    if method == "slices" and not _slices.supported(k, R, dtype):
+        raise ValueError(f"method='slices': {R} {np.dtype(dtype).name} terms with inner dimension {k} exceed the "
+                         f"format's exponent range (use method='elementwise')")
+    if method != "auto":
+        return method
+    if m * n <= 1 or k == 0 or not _slices.supported(k, R, dtype):  # one dot product (vectors): the tree
+        return "elementwise"
+    plan = _slices.plan(k, R, dtype)
+    g = plan.gemms
+    elementwise = _ELEMENTWISE_PER_MULADD_TERM * R * m * k * n
+    slices = (_SLICES_PER_PRODUCT * g + _SLICES_PER_DIGIT * plan.slices * R * (m * k + k * n)
+              + (_SLICES_PER_OUTPUT + _SLICES_PER_OUTPUT_PRODUCT * g) * m * n + _SLICES_PER_FLOP * 2 * g * m * k * n)
+    return "slices" if slices < elementwise else "elementwise"
+
+
+def _product(x2: ExpansionArray, y2: ExpansionArray, method: str) -> ExpansionArray:
+    """(m, k) @ (k, n) for 2-D operands of one format: by slices or by the element-wise tree."""
+    (m, k), n = x2.shape, y2.shape[1]
+    if choose_method(m, k, n, x2.nterms, x2.dtype, method) == "slices":
+        return _slices.matmul(x2, y2)
+    return _dot_rows(x2, y2, (m, n), m * n, k, n, (k, 0, 1), (0, 1, n))
+
+
+def _as_matrix(x: ExpansionArray, rows: int, cols: int) -> ExpansionArray:
+    xp = xp_of(x.terms)
+    return ExpansionArray(xp.ascontiguousarray(x.terms).reshape(rows, cols, x.nterms))
+
+
+def dot(x, y, method: str = "auto") -> ExpansionArray:
     """The dot product, as ``numpy.dot``: 1-D with 1-D is the inner product (a 0-d result); 2-D with
     2-D the matrix product; N-D with 1-D sums over the last axes; N-D with M-D (M >= 2) sums over the
-    last axis of x and the second-to-last of y; with a 0-d operand, the element-wise product.  Each
-    product is ``renormalize(mul_truncated(x_i, y_i))`` and the sums use the canonical pairwise tree.
+    last axis of x and the second-to-last of y; with a 0-d operand, the element-wise product.
     Operands that are not ExpansionArrays are converted to the other's terms, dtype and device.
-    Bound: :func:`expansions.bounds.dot`."""
+
+    ``method``: "elementwise" multiplies ``renormalize(mul_truncated(x_i, y_i))`` and sums with the
+    canonical pairwise tree (bound :func:`expansions.bounds.dot`); "slices" computes the product as
+    one 2-D matrix product by exact slices (:mod:`expansions.slices`, bound
+    :func:`expansions.bounds.matmul_slices`); "auto" (the default) picks the faster
+    (:func:`choose_method`)."""
     x, y = operands(x, y)
     xp = xp_of(x.terms)
     if x.ndim == 0 or y.ndim == 0:  # element-wise product: rows of one element, the scalar has stride 0
+        choose_method(1, 1, 1, x.nterms, x.dtype, method)
         shape = y.shape if x.ndim == 0 else x.shape
         N = math.prod(shape)
         return _dot_rows(x, y, shape, N, 1, 1, (0 if x.ndim == 0 else 1, 0, 0), (0 if y.ndim == 0 else 1, 0, 0))
@@ -112,25 +177,22 @@ def dot(x, y) -> ExpansionArray:
     if y.ndim == 1:
         if y.shape[0] != K:
             raise _not_aligned(x, y, x.ndim - 1, 0)
-        # row b = b1 (x's leading index): x at b*K + j, y at j
-        return _dot_rows(x, y, x.shape[:-1], P, K, 1, (K, 0, 1), (0, 0, 1))
+        return _product(_as_matrix(x, P, K), _as_matrix(y, K, 1), method).reshape(x.shape[:-1])
     if y.shape[-2] != K:
         raise _not_aligned(x, y, x.ndim - 1, y.ndim - 2)
     M = y.shape[-1]
     Q = math.prod(y.shape[:-2])
     out_shape = x.shape[:-1] + y.shape[:-2] + (M,)
-    if Q == 1:  # row b = (p, l): x at p*K + j, y at j*M + l
-        return _dot_rows(x, y, out_shape, P * M, K, M, (K, 0, 1), (0, 1, M))
-    # stacked y: its last two axes swapped (one copy), so that y[q, :, l] is contiguous at (q*M + l)*K
-    yt = xp.ascontiguousarray(xp.swapaxes(y.terms, -2, -3)).reshape(-1, y.nterms)
-    return _dot_rows(x, yt, out_shape, P * Q * M, K, Q * M, (K, 0, 1), (0, K, 1))
+    # y's stacked matrices side by side: (K, Q*M), column q*M + l is y[q, :, l]
+    yt = ExpansionArray(xp.ascontiguousarray(xp.moveaxis(y.terms.reshape(Q, K, M, y.nterms), 1, 0)))
+    return _product(_as_matrix(x, P, K), yt.reshape((K, Q * M)), method).reshape(out_shape)
 
 
-def matmul(x, y) -> ExpansionArray:
+def matmul(x, y, method: str = "auto") -> ExpansionArray:
     """The matrix product, as ``numpy.matmul`` (the ``@`` operator): (..., m, k) @ (..., k, n), the
     batch dimensions broadcast; a 1-D x is a row (k,) -> (1, k) and a 1-D y a column (k,) -> (k, 1),
-    the added axis removed from the result; 0-d operands are an error.  Products and sums as in
-    :func:`dot`.  Bound: :func:`expansions.bounds.dot` with n = k."""
+    the added axis removed from the result; 0-d operands are an error.  ``method`` as in :func:`dot`
+    (each matrix of a batch is one 2-D product)."""
     x, y = operands(x, y)
     if x.ndim == 0 or y.ndim == 0:
         raise ValueError("matmul: an operand is 0-d (use dot or * for scalars)")
@@ -151,7 +213,8 @@ def matmul(x, y) -> ExpansionArray:
     final = batch + tuple(d for i, d in zip((-2, -1), (m, N)) if i not in drop)
     if y2.ndim == 2:  # no batch in y: x's batch and rows form one (B*m, K) matrix
         rows = math.prod(batch) * m
-        return _dot_rows(x2, y2, final, rows * N, K, N, (K, 0, 1), (0, 1, N))
+        xb = ExpansionArray(xp.broadcast_to(x2.terms, batch + (m, K, R))) if x2.shape[:-2] != batch else x2
+        return _product(_as_matrix(xb, rows, K), y2, method).reshape(final)
     # batched y: one (m, K) @ (K, N) per batch index
     xb = xp.broadcast_to(x2.terms, batch + (m, K, R))
     yb = xp.broadcast_to(y2.terms, batch + (K, N, R))
@@ -159,9 +222,69 @@ def matmul(x, y) -> ExpansionArray:
     for idx in np.ndindex(*batch):
         xi = ExpansionArray(xp.ascontiguousarray(xb[idx]))
         yi = ExpansionArray(xp.ascontiguousarray(yb[idx]))
-        outs.append(_dot_rows(xi, yi, (m, N), m * N, K, N, (K, 0, 1), (0, 1, N)).terms)
+        outs.append(_product(xi, yi, method).terms)
     out = xp.stack(outs) if outs else xp.zeros((0, m, N, R), dtype=x.dtype)
     return _result(out, final, R)
 
 
-__all__ = ["sum", "dot", "matmul"]
+def inner(x, y, method: str = "auto") -> ExpansionArray:
+    """The inner product, as ``numpy.inner``: the sum over the last axes of x and y (shape
+    x.shape[:-1] + y.shape[:-1]); with a 0-d operand, the element-wise product.  ``method`` as in
+    :func:`dot`."""
+    x, y = operands(x, y)
+    if x.ndim == 0 or y.ndim == 0:
+        return dot(x, y, method)
+    K = x.shape[-1]
+    if y.shape[-1] != K:
+        raise _not_aligned(x, y, x.ndim - 1, y.ndim - 1)
+    xp = xp_of(y.terms)
+    Q = math.prod(y.shape[:-1])
+    yt = ExpansionArray(xp.ascontiguousarray(xp.swapaxes(y.terms.reshape(Q, K, y.nterms), 0, 1)))
+    return _product(_as_matrix(x, math.prod(x.shape[:-1]), K), yt, method).reshape(x.shape[:-1] + y.shape[:-1])
+
+
+def vdot(x, y, method: str = "auto") -> ExpansionArray:
+    """``numpy.vdot`` for real expansions: the dot product of x and y flattened (the same number of
+    elements), a 0-d result.  ``method`` as in :func:`dot`."""
+    x, y = operands(x, y)
+    if x.size != y.size:
+        raise ValueError(f"vdot: vectors have different sizes ({x.size} and {y.size})")
+    return dot(x.reshape((x.size,)), y.reshape((y.size,)), method)
+
+
+def tensordot(x, y, axes=2, method: str = "auto") -> ExpansionArray:
+    """``numpy.tensordot``: the sum over ``axes`` (an int N: the last N axes of x with the first N of
+    y; or a pair of sequences of axes), as one 2-D matrix product.  ``method`` as in :func:`dot`."""
+    x, y = operands(x, y)
+    if isinstance(axes, (int, np.integer)):
+        N = int(axes)
+        if N < 0:
+            raise ValueError("tensordot: axes must be non-negative")
+        ax, ay = list(range(x.ndim - N, x.ndim)), list(range(N))
+    else:
+        try:
+            ax, ay = axes
+        except (TypeError, ValueError):
+            raise ValueError("tensordot: axes must be an int or a pair of sequences of axes") from None
+        ax = [ax] if isinstance(ax, (int, np.integer)) else list(ax)
+        ay = [ay] if isinstance(ay, (int, np.integer)) else list(ay)
+    if len(ax) != len(ay):
+        raise ValueError("tensordot: shape-mismatch for sum (the axes lists differ in length)")
+    ax = list(normalize_axes(ax, x.ndim, keep_order=True)) if ax else []
+    ay = list(normalize_axes(ay, y.ndim, keep_order=True)) if ay else []
+    for a, b in zip(ax, ay):
+        if x.shape[a] != y.shape[b]:
+            raise ValueError(f"tensordot: shape-mismatch for sum ({x.shape[a]} at axis {a} of x, {y.shape[b]} at "
+                             f"axis {b} of y)")
+    fx = [a for a in range(x.ndim) if a not in ax]
+    fy = [b for b in range(y.ndim) if b not in ay]
+    xp = xp_of(x.terms)
+    K = math.prod(x.shape[a] for a in ax)
+    xt = xp.ascontiguousarray(xp.transpose(x.terms, fx + ax + [x.ndim]))
+    yt = xp.ascontiguousarray(xp.transpose(y.terms, ay + fy + [y.ndim]))
+    P, Q = math.prod(x.shape[a] for a in fx), math.prod(y.shape[b] for b in fy)
+    out = _product(ExpansionArray(xt.reshape(P, K, x.nterms)), ExpansionArray(yt.reshape(K, Q, y.nterms)), method)
+    return out.reshape(tuple(x.shape[a] for a in fx) + tuple(y.shape[b] for b in fy))
+
+
+__all__ = ["sum", "dot", "matmul", "inner", "vdot", "tensordot", "choose_method", "METHODS"]

@@ -39,7 +39,8 @@ def test_reductions_bit_identical_on_a_cluster(client, R):
     y = ex.random((n,), terms=R, seed=R + 1)
     A = ex.random((3, n), terms=R, seed=R + 2)
     B = ex.random((n, 2), terms=R, seed=R + 3)
-    want = {"sum": ex.sum(x), "dot": ex.dot(x, y), "matmul": ex.matmul(A, B), "sum1": ex.sum(A, axis=1)}
+    want = {"sum": ex.sum(x), "dot": ex.dot(x, y, method="elementwise"),
+            "matmul": ex.matmul(A, B, method="elementwise"), "sum1": ex.sum(A, axis=1)}
     for chunks in (n, 64, 37):
         dx, dy = exd.from_array(x, chunks), exd.from_array(y, chunks)
         dA, dB = exd.from_array(A, (2, chunks)), exd.from_array(B, (chunks, 2))

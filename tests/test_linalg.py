@@ -3,6 +3,7 @@ exact backward error of solve, and singular / not positive definite / NaN inputs
 
 from __future__ import annotations
 
+import warnings
 from fractions import Fraction
 
 import mpmath
@@ -172,3 +173,149 @@ def test_cuda_matches_cpu():
     for i, (c, d) in enumerate(pairs):
         d = d.to_device("cpu")
         assert np.array_equal(c.terms.view(np.uint64), d.terms.view(np.uint64)), i
+
+
+# ----------------------------------------------------------------------------------------------
+# the recursive algorithms (their updates are matrix products, by slices where that is faster)
+
+
+def _inf_norm(M) -> Fraction:
+    return max(sum(abs(v) for v in row) for row in M)
+
+
+@pytest.mark.parametrize("leaf", [2, 5])
+@pytest.mark.parametrize("R", [2, 3])
+def test_recursive_factorizations_small_leaves(monkeypatch, leaf, R):
+    """Leaves of 2 and 5 columns on 11 x 11 matrices run every level of the recursions (LU,
+    triangular solves, Cholesky); the residuals are exact rationals, in units of u = 2^-(52 R)."""
+    monkeypatch.setattr(la, "LEAF", leaf)
+    rng = np.random.default_rng(20 + leaf + R)
+    n = 11
+    A = ex.array(rng.standard_normal((n, n)), terms=R)
+    b = ex.array(rng.standard_normal((n, 3)), terms=R)
+    u = U[R]
+    P, L, Uf = la.lu(A)
+    Af = _fr(A)
+    res = np.asarray(_fr(ex.array(P, terms=R)).T).dot(Af) - _fr(L).dot(_fr(Uf))
+    assert _inf_norm(res) <= 8 * n * u * _inf_norm(Af)
+    x = la.solve(A, b)
+    for j in range(3):
+        assert backward_error(A, x[:, j], b[:, j]) <= 8 * n * u
+    inv = _fr(la.inv(A))
+    assert _inf_norm(Af.dot(inv) - np.eye(n, dtype=object)) <= 64 * n * u * _inf_norm(Af) * _inf_norm(inv)
+    with mpmath.workprec(53 * R):
+        d = mpmath.det(_mp(A))
+        assert abs(la.det(A).to_mpmath() - d) / abs(d) < 2.0 ** (-50 * R + 20)
+    S = ex.matmul(A, A.T) + ex.array(n * np.eye(n), terms=R)
+    Lc = _fr(la.cholesky(S))
+    assert np.all(np.triu(np.ones((n, n)), 1) * (Lc != 0) == 0)
+    assert _inf_norm(_fr(S) - Lc.dot(Lc.T)) <= 8 * n * u * _inf_norm(_fr(S))
+
+
+def test_recursive_lu_zero_pivots_and_stacks(monkeypatch):
+    """A singular matrix (a zero column) and a stack of matrices through the recursion."""
+    monkeypatch.setattr(la, "LEAF", 2)
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal((3, 7, 7))
+    a[1, :, 4] = 0
+    A = ex.array(a, terms=2)
+    f, perm, swaps = la.lu_factor(A)
+    assert float(la.det(A)[1]) == 0.0
+    with pytest.raises(la.LinAlgError, match="Singular"):
+        la.solve(A, ex.array(np.ones((3, 7)), terms=2))
+    for i in (0, 2):
+        assert backward_error(A[i], la.solve(A[i], ex.array(np.ones(7), terms=2)), ex.array(np.ones(7), terms=2)) \
+            <= 8 * 7 * U[2]
+        np.testing.assert_allclose(float(la.det(A)[i]), np.linalg.det(a[i]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("R", [2, 4])
+def test_blocked_solve_of_size_48(R):
+    """n = 48 > LEAF: the updates are products by slices (the cost model picks them at these sizes);
+    the backward error, computed exactly, is within 8 n u."""
+    rng = np.random.default_rng(40 + R)
+    n = 48
+    A = ex.array(rng.standard_normal((n, n)), terms=R)
+    b = ex.array(rng.standard_normal(n), terms=R)
+    assert ex.reduce.choose_method(n - 24, 24, 24, R, "float64") == "slices"
+    x = la.solve(A, b)
+    assert backward_error(A, x, b) <= 8 * n * U[R]
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_refined_solve_converges(R):
+    rng = np.random.default_rng(50 + R)
+    n = 30
+    A = ex.array(rng.standard_normal((n, n)), terms=R)
+    b = ex.array(rng.standard_normal((n, 2)), terms=R)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = la.solve(A, b, refine=True)
+    for j in range(2):
+        assert backward_error(A, x[:, j], b[:, j]) <= 8 * n * U[R]
+    ref = la.solve(A, b)
+    assert np.abs((x - ref).to_float()).max() <= 2.0 ** (-48 * R) * np.abs(ref.to_float()).max() * 1e6
+
+
+def test_refined_solve_falls_back_with_a_warning():
+    """Hilbert 14 (condition ~1e19 > 1/u of float64): refinement from float64 factors cannot converge;
+    the LU in expansions answers, with a RuntimeWarning.  A matrix singular in float64 likewise."""
+    n, R = 14, 4
+    H = ex.array(np.array([[Fraction(1, i + j + 1) for j in range(n)] for i in range(n)], dtype=object), terms=R)
+    b = ex.array(np.ones(n), terms=R)
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        x = la.solve(H, b, refine=True)
+    assert np.array_equal(x.terms, la.solve(H, b).terms)
+    eps = ex.array([[1.0, 1.0], [1.0, 1.0]], terms=2) + ex.array([[0.0, 0.0], [0.0, 2.0**-70]], terms=2)
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        y = la.solve(eps, ex.array([1.0, 2.0], terms=2), refine=True)
+    assert _fr(y).tolist() == [1 - 2**70, 2**70]
+
+
+def test_refined_solve_float32_and_shapes():
+    rng = np.random.default_rng(61)
+    A = ex.array(rng.standard_normal((2, 9, 9)), terms=3, dtype="float32")
+    b = ex.array(rng.standard_normal((2, 9)), terms=3, dtype="float32")
+    x = la.solve(A, b[..., None], refine=True)[..., 0]
+    assert x.shape == (2, 9) and x.dtype == np.float32 and x.nterms == 3
+    for i in range(2):
+        assert backward_error(A[i], x[i], b[i]) <= 8 * 9 * Fraction(1, 2 ** (23 * 3))
+    assert la.solve(ex.zeros((0, 0), terms=2), ex.zeros(0, terms=2), refine=True).shape == (0,)
+
+
+@pytest.mark.parametrize("shape", [(12, 8), (6, 11), (9, 9)])
+def test_block_gram_schmidt_qr(monkeypatch, shape):
+    """Panels of 3 columns (BCGS2 across panels, MGS inside): A = Q R and Q^T Q = I to a few n u,
+    exactly; R upper triangular; lstsq through it."""
+    monkeypatch.setattr(la, "LEAF", 3)
+    R = 3
+    rng = np.random.default_rng(sum(shape))
+    A = ex.array(rng.standard_normal((2,) + shape), terms=R)
+    Q, Rq = la.qr(A)
+    m, n = shape
+    k = min(m, n)
+    assert Q.shape == (2, m, k) and Rq.shape == (2, k, n)
+    for i in range(2):
+        Qf, Rf, Af = _fr(Q[i]), _fr(Rq[i]), _fr(A[i])
+        assert _inf_norm(Af - Qf.dot(Rf)) <= 16 * n * U[R] * _inf_norm(Af)
+        assert _inf_norm(Qf.T.dot(Qf) - np.eye(k, dtype=object)) <= 16 * n * U[R]
+        assert all(Rf[r, c] == 0 for r in range(k) for c in range(min(r, n)))
+    if m > n:
+        b = ex.array(rng.standard_normal(m), terms=R)
+        x = la.lstsq(A[0], b)[0]
+        g = _fr(A[0]).T.dot(_fr(A[0]).dot(_fr(x)) - _fr(b))
+        assert max(abs(v) for v in g) < Fraction(1, 2**140)
+
+
+def test_pivot_is_the_exact_largest():
+    """The pivot search decides by leading terms only where they decide: a leading term one ulp
+    larger with a smaller exact value loses; equal values go to the first row."""
+    t = np.zeros((4, 4, 2))
+    t[:, :, 0] = np.eye(4) * 0.25
+    t[0, 0] = [1.0 + 2.0**-52, -(2.0**-53)]  # 1 + 2^-53
+    t[2, 0] = [1.0, 0.75 * 2.0**-52]  # 1 + 0.75 2^-52: larger, with a smaller leading term
+    t[3, 0] = [-1.0, -0.75 * 2.0**-52]  # the same magnitude, later: not chosen
+    A = ex.from_terms(t)
+    _, perm, _ = la.lu_factor(A)
+    assert int(perm[0]) == 2
+    assert int(la._pivot(ex.from_terms(t[:, 0][None]))[0]) == 2
