@@ -4,10 +4,10 @@
 What a part does on the CPU is run here exactly as the part runs it, at its sizes, and timed:
 
 * ``bitexact``: for each (family, R, dtype), the input sets and the engine's result
-  (:func:`gpu_parts.bitexact_cpu_side`), in a fresh process with an empty numba cache, so that the
-  engine's compilation (cold on the GPU machine) is counted where it happens;
-* ``elementary_seconds``: for each (function, dtype) at R = 2, the same, plus the engine's call on
-  the 2^20 timed arguments (also a fresh process);
+  (:func:`gpu_parts.bitexact_cpu_side`), one thread (``NUMBA_NUM_THREADS=1``, as in the part's pool of
+  processes), in a fresh process reading a numba cache that other processes filled (as the compile
+  pool fills it on the GPU machine: its cost is the compile estimate's);
+* ``elementary_compare_seconds``: for each (function, dtype) at R = 2, the same, one thread;
 * ``verify_seconds_per_case``: :func:`expansions.verify.verify_one` per case and (operation, R) on the
   engine (input families, the operation, the exact errors; on the GPU the operation is the GPU's);
 * ``random_terms_seconds_per_term`` and ``dw_inputs_seconds_per_number``: the benchmarks' operand
@@ -40,11 +40,17 @@ BUDGET = ROOT / "tools" / "gpu_budget"
 IMPORTS = "import numpy, expansions, expansions.backends, expansions.verify, bench.gpu, gpu_parts"
 
 
-def _cold(what: str, log) -> dict:
-    """Run ``python tools/gpu_budget.py --what`` in a fresh process with an empty numba cache."""
+def _measured(what: str, log) -> dict:
+    """Warm numba's cache in one fresh process (as the compile pool does), then run
+    ``python tools/gpu_budget.py --what`` in another, reading that cache, as the parts' processes do."""
     with tempfile.TemporaryDirectory(prefix="expansions-numba-") as tmp:
         env = dict(os.environ, NUMBA_CACHE_DIR=tmp, PYTHONPATH=str(ROOT))
+        names = ["elementary"] if what == "elementary" else [f.name for f in _families()]  # the numba units
+        for name in names:
+            subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_compile.py"), "--warm", name], cwd=ROOT, env=env,
+                           check=True)
         out = Path(tmp) / "out.json"
+        env["NUMBA_NUM_THREADS"] = "1"
         p = subprocess.Popen([sys.executable, __file__, f"--{what}", str(out)], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in p.stdout:
@@ -54,44 +60,63 @@ def _cold(what: str, log) -> dict:
         return json.loads(out.read_text())
 
 
+def _families():
+    import gpu_parts
+
+    return gpu_parts.families()
+
+
 def measure_bitexact(path: Path):
+    """Each comparison's CPU side, one thread (as in the part's pool)."""
     import gpu_parts
 
     res = {}
     for fam, R, dtype in gpu_parts.bitexact_configs():
         t0 = time.perf_counter()
-        gpu_parts.bitexact_cpu_side(fam, R, dtype, gpu_parts.BITEXACT_COUNT, gpu_parts.SPECIAL_ROWS)
+        gpu_parts.bitexact_cpu_side(fam, R, dtype, gpu_parts.random_rows(fam, R), gpu_parts.SPECIAL_ROWS)
         res[f"{fam.name} {R} {dtype}"] = round(time.perf_counter() - t0, 3)
         print(f"bitexact {fam.name} R={R} {dtype}: {res[f'{fam.name} {R} {dtype}']} s", flush=True)
     path.write_text(json.dumps(res))
 
 
 def measure_elementary(path: Path):
+    """Each comparison's CPU side, one thread (as in the part's pool)."""
     import gpu_parts
-    import numpy as np
 
-    from expansions.cuda import build
-
-    res = {}
-    for f, _, _ in build.ELEMENTARY:
-        fam = gpu_parts._elementary_family(f)
-        for dtype in gpu_parts.DTYPES:
-            t0 = time.perf_counter()
-            gpu_parts.bitexact_cpu_side(fam, 2, dtype, gpu_parts.ELEMENTARY_COUNT, 0)
-            n = gpu_parts.ELEMENTARY_TIMED
-            sets = fam.inputs(2, dtype, min(n, 1 << 16), 0, 11)
-            arrays = [np.ascontiguousarray(np.tile(a, (-(-n // len(a)), 1))[:n]) for a in sets[0][1:]]
-            with np.errstate(all="ignore"):
-                fam.cpu(2, *arrays)
-            res[f"{f} {dtype}"] = round(time.perf_counter() - t0, 3)
-            print(f"elementary {f} {dtype}: {res[f'{f} {dtype}']} s", flush=True)
-    path.write_text(json.dumps(res))
+    compare = {}
+    for f, dtype in gpu_parts.elementary_configs():
+        t0 = time.perf_counter()
+        gpu_parts.bitexact_cpu_side(gpu_parts.family(f), 2, dtype, gpu_parts.ELEMENTARY_COUNT, 0)
+        compare[f"{f} {dtype}"] = round(time.perf_counter() - t0, 3)
+        print(f"elementary {f} {dtype}: comparison {compare[f'{f} {dtype}']} s (one thread)", flush=True)
+    path.write_text(json.dumps({"compare": compare}))
 
 
-def main() -> int:
+def main(only: str | None = None) -> int:
+    """Measure everything (``only`` None), or only ``bitexact`` or ``elementary``, updating cpu.json."""
     import numpy as np
 
     BUDGET.mkdir(parents=True, exist_ok=True)
+    if only is not None:
+        rec = json.loads((BUDGET / "cpu.json").read_text())
+        with open(BUDGET / "cpu.log", "a") as logf:
+            def log(line):
+                print(line, flush=True)
+                logf.write(line + "\n")
+
+            log(f"--- remeasured: {only} ({datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}"
+                f", load average {[round(v, 2) for v in os.getloadavg()]})")
+            res = _measured(only, log)
+            if only == "bitexact":
+                rec["bitexact"] = res
+            else:
+                rec["elementary_compare_seconds"] = res["compare"]
+                rec.pop("elementary_speed_seconds", None)
+            rec.setdefault("remeasured", []).append({"what": only, "date": datetime.datetime.now(
+                datetime.timezone.utc).isoformat(timespec="seconds"), "command": f"python tools/gpu_run.py "
+                f"--measure-cpu {only}"})
+        (BUDGET / "cpu.json").write_text(json.dumps(rec, indent=1) + "\n")
+        return 0
     logf = open(BUDGET / "cpu.log", "w")
 
     def log(line):
@@ -137,8 +162,9 @@ def main() -> int:
                 rates[f"{op} {R}"] = (time.perf_counter() - t0) / max(1, row.cases)
                 log(f"verify {op} R={R}: {rates[f'{op} {R}'] * 1e6:.1f} us per case")
     rec["verify_seconds_per_case"] = rates
-    rec["bitexact"] = _cold("bitexact", log)
-    rec["elementary_seconds"] = _cold("elementary", log)
+    rec["bitexact"] = _measured("bitexact", log)
+    elem = _measured("elementary", log)
+    rec["elementary_compare_seconds"] = elem["compare"]
     rec["load_average_after"] = [round(v, 2) for v in os.getloadavg()]
     (BUDGET / "cpu.json").write_text(json.dumps(rec, indent=1) + "\n")
     log(f"wrote {BUDGET / 'cpu.json'}")

@@ -302,10 +302,6 @@ def _process_start(budget) -> float:
     return budget.get("cpu", {}).get("process_start_seconds", 3.0)
 
 
-def _engine_jit(budget) -> float:
-    return budget.get("cpu", {}).get("engine_jit_seconds", 30.0)
-
-
 def _cpu(budget, key, default=None):
     """A measured CPU figure of ``cpu.json`` (``default`` when not measured)."""
     return budget.get("cpu", {}).get(key, default)
@@ -376,14 +372,14 @@ def _estimate_env(budget):
 
 
 @part("env", "first", "environment record: device, driver, CUDA, NVRTC, CuPy, NumPy, numba, commit, CPUs; "
-      "nvidia-smi -q and the versions of nvcc, compute-sanitizer, ncu", estimate=_estimate_env, needs="none")
+      "nvidia-smi -q, lscpu and the versions of nvcc, compute-sanitizer, ncu", estimate=_estimate_env, needs="none")
 def run_env(ctx: Context):
     rec = {"part": "env", "status": "measured", "environment": environment_record()}
     rec["tools"] = {name: _tool_version(cmd) for name, cmd in (
         ("nvidia-smi", ["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,"
                         "compute_cap", "--format=csv"]),
         ("nvcc", ["nvcc", "--version"]), ("compute-sanitizer", ["compute-sanitizer", "--version"]),
-        ("ncu", ["ncu", "--version"]), ("uname", ["uname", "-a"]))}
+        ("ncu", ["ncu", "--version"]), ("uname", ["uname", "-a"]), ("lscpu", ["lscpu"]))}
     rec["nvidia_smi_q"] = _tool_version(["nvidia-smi", "-q"])[-12000:]
     env = rec["environment"]
     rec["summary"] = [f"{env.get('gpu_name', 'no GPU: ' + str(env.get('gpu_reason')))}, driver {env.get('driver')}, "
@@ -752,40 +748,53 @@ def _numba_units(names) -> list:
 
 
 def warm_engine(name: str) -> None:
-    """Run family ``name``'s CPU side (``elementary``: every elementary function's at R = 2) on a few rows
-    of every dtype: numba compiles the engine code it needs and caches it on disk (the compile pool's
-    ``numba`` units; the parts' processes then load it)."""
-    from expansions.cuda import build
+    """Run family ``name``'s CPU side on a few rows of every dtype: numba compiles the engine code it
+    needs and caches it on disk (the compile pool's ``numba`` units; the parts' processes then load
+    it).  ``elementary``: the engine's operations the elementary functions run on
+    (:class:`expansions.cpu.elementary.Arithmetic`: the safe addition, the truncated multiplication,
+    the renormalization, the Newton division and square root), each called once per dtype."""
+    from expansions.generate import random_terms
 
-    names = [f for f, _, _ in build.ELEMENTARY] if name == "elementary" else [name]
     with np.errstate(all="ignore"):
-        for fam in map(family, names):
+        if name == "elementary":
+            e = _engine()
             for dtype in DTYPES:
-                bitexact_cpu_side(fam, fam.rs[0], dtype, 4, 2)
+                x, y = (random_terms((4,), 2, dtype, seed=k) for k in (1, 2))
+                e.renormalize(e.add_safe(x, y, 2), 2)
+                e.mul_truncated(x, y, 2)
+                e.newton_div(x, y, 2)
+                e.newton_sqrt(np.abs(x), 2)
+            return
+        fam = family(name)
+        for dtype in DTYPES:
+            bitexact_cpu_side(fam, fam.rs[0], dtype, 4, 2)
 
 
 def bitexact_cpu_side(fam: Family, R: int, dtype: str, count: int, special: int) -> tuple:
-    """The CPU side of one comparison: its input sets and the engine's result (what the budget measures)."""
+    """The CPU side of one comparison (what the budget measures): its input sets, the arrays, the CPU's
+    result and the seconds the CPU took to compute it."""
     seed = 7919 * R + (0 if dtype == "float64" else 1)
     sets = fam.inputs(R, dtype, count, special, seed)
     arrays = [np.ascontiguousarray(np.concatenate([s[k] for s in sets])) for k in range(1, len(sets[0]))]
+    t0 = time.perf_counter()
     with np.errstate(all="ignore"):
         want = fam.cpu(R, *arrays)
-    return sets, arrays, want
+    return sets, arrays, want, time.perf_counter() - t0
 
 
 def _cpu_job(args) -> dict:
     """A worker of the CPU pool: one comparison's CPU side, its arrays saved in ``folder`` (.npy)."""
     name, R, dtype, count, special, folder = args
     t0 = time.perf_counter()
-    sets, arrays, want = bitexact_cpu_side(family(name), R, dtype, count, special)
+    sets, arrays, want, ref = bitexact_cpu_side(family(name), R, dtype, count, special)
     stem = Path(folder) / f"{name}-{R}-{dtype}"
     paths = []
     for k, a in enumerate(arrays + [want]):
         paths.append(f"{stem}-{k}.npy")
         np.save(paths[-1], a)
     return {"family": name, "R": R, "dtype": dtype, "sets": [(s[0], len(s[1])) for s in sets], "paths": paths,
-            "cpu_seconds": round(time.perf_counter() - t0, 3)}
+            "cpu_seconds": round(time.perf_counter() - t0, 3), "reference_seconds": round(ref, 3),
+            "reference_threads": int(os.environ.get("NUMBA_NUM_THREADS", "0")) or None}
 
 
 @contextlib.contextmanager
@@ -844,7 +853,7 @@ def compare_prepared(dev, fam: Family, job: dict) -> dict:
     rec = {"family": fam.name, "R": R, "dtype": dtype, "rows": int(len(want)),
            "operands": int(sum(n for _, n in job["sets"])), "sets": names, "mismatches": int(bad.size),
            "nan_payload_only_rows": int(nan_only.sum()), "cpu_seconds": job["cpu_seconds"],
-           "device_seconds": round(t2 - t1, 3)}
+           "reference_seconds": job["reference_seconds"], "device_seconds": round(t2 - t1, 3)}
     if bad.size:
         rec["mismatches_by_set"] = {names[k]: int(((bad >= bounds[k]) & (bad < bounds[k + 1])).sum())
                                     for k in range(len(names)) if ((bad >= bounds[k]) & (bad < bounds[k + 1])).any()}
@@ -1188,10 +1197,10 @@ def run_stream(ctx: Context):
 
 
 #: Seconds the model part may spend measuring (cells in order of value until their estimates fill it).
-MODEL_CAP_S = 60.0
-#: Expansions per launch of a library kernel (operands drawn for 2^18 and tiled) and repeats.
+MODEL_CAP_S = 45.0
+#: Expansions per launch of a library kernel (operands drawn for 2^16 and tiled) and repeats.
 MODEL_STREAM_COUNT = 1 << 22
-MODEL_DRAWN = 1 << 18
+MODEL_DRAWN = 1 << 16
 MODEL_REPEATS = 5
 
 
@@ -1212,10 +1221,10 @@ def model_cells() -> tuple:
     return tuple(sorted(recs, key=rank))
 
 
-#: The operand generation rate the model part's plan assumes (seconds per term; the estimate uses the
-#: measured one): a constant, so that the cells chosen, and the kernels compiled, do not move with a
-#: remeasurement.
-PLAN_SECONDS_PER_TERM = 1e-7
+#: The operand generation rate the model part's plan assumes (seconds per term, about what
+#: ``--measure-cpu`` measured here: 3.4e-7; the estimate uses the measured one): a constant, so that the
+#: cells chosen, and the kernels compiled, do not move with a remeasurement.
+PLAN_SECONDS_PER_TERM = 3.5e-7
 
 
 def _cell_cost(cell, budget) -> float:
@@ -1527,7 +1536,11 @@ def run_verify(ctx: Context):
 
 
 ELEMENTARY_COUNT = 100_000
-ELEMENTARY_TIMED = 1 << 20
+#: Arguments of the GPU's speed measurement.  The engine's figure beside it is its reference
+#: computation in the comparison (10^5 arguments and the special values, one thread): a separate
+#: timed call on the engine costs about 8 s at any size here (atan: 7.9 s for 2^10 arguments, 10.8 s
+#: for 2^14, 15.4 s for 2^16), too much for 34 of them.
+ELEMENTARY_GPU_TIMED = 1 << 20
 
 
 def _units_elementary():
@@ -1537,46 +1550,69 @@ def _units_elementary():
         _numba_units(["elementary"])
 
 
-def _estimate_elementary(budget):
+def elementary_configs():
     from expansions.cuda import build
 
-    measured = _cpu(budget, "elementary_seconds", {})
-    cpu, missing = 0.0, []
-    for f, _, _ in build.ELEMENTARY:
-        for dtype in DTYPES:
-            s = measured.get(f"{f} {dtype}")
-            if s is None:
-                missing.append(f"{f} {dtype}")
-                s = 2.0
-            cpu += s
-    device = len(build.ELEMENTARY) * 2 * (ELEMENTARY_TIMED * 16 / TRANSFER_BPS + 0.5)
-    total = _process_start(budget) + CUDA_INIT_S + _engine_jit(budget) + cpu + device
-    return {"seconds": round(total, 1), "cpu": round(cpu, 1), "device": round(device, 1), "missing": missing,
-            "detail": f"{len(build.ELEMENTARY)} functions x 2 dtypes: {ELEMENTARY_COUNT} domain arguments + specials "
-                      "against the engine (CPU side measured here), then 2^20 arguments timed on both"}
+    return [(f, dtype) for f, _, _ in build.ELEMENTARY for dtype in DTYPES]
+
+
+def _estimate_elementary(budget):
+    compare_s = _cpu(budget, "elementary_compare_seconds", {})
+    keys = [f"{f} {dtype}" for f, dtype in elementary_configs()]
+    missing = [k for k in keys if k not in compare_s]
+    pooled = _pool_estimate([compare_s.get(k, 5.0) for k in keys], GPU_MACHINE_CPU_JOBS)
+    per_term = _cpu(budget, "random_terms_seconds_per_term", 1e-7)
+    speed_cpu = len(keys) * (2 * (1 << 16) * 2 * per_term + 0.2)  # 2^16 domain arguments drawn and tiled
+    device = len(keys) * (ELEMENTARY_GPU_TIMED * 2 * 16 / TRANSFER_BPS + 7 * device_seconds("", ELEMENTARY_GPU_TIMED))
+    total = 2 * _process_start(budget) + CUDA_INIT_S + pooled + speed_cpu + device
+    return {"seconds": round(total, 1), "cpu": round(sum(compare_s.get(k, 5.0) for k in keys) + speed_cpu, 1),
+            "device": round(device, 1), "missing": missing,
+            "detail": f"{len(keys)} (function, dtype): {ELEMENTARY_COUNT} domain arguments + specials against the "
+                      f"engine (CPU sides measured here one thread each, on {GPU_MACHINE_CPU_JOBS} processes: "
+                      f"{pooled:.0f} s), then the GPU timed on 2^20 arguments (at 50 Mop/s at least: the model "
+                      "holds no elementary kernel)"}
 
 
 @part("elementary", "second", "the 17 elementary functions at R = 2, float64 and float32: bit for bit against the CPU "
       "engine on tests/test_elementary_emulated.py's domains and special values, and Mop/s on the GPU beside the "
-      "engine's", units=_units_elementary, estimate=_estimate_elementary)
+      "engine's (its reference computation, one thread)", units=_units_elementary, estimate=_estimate_elementary)
 def run_elementary(ctx: Context):
-    from expansions.cuda import build
-
     dev = ctx.device
     count = ctx.size(ELEMENTARY_COUNT)
     rec = {"part": "elementary", "device": dev.label, "status": "partial", "results": [], "errors": []}
-    for f, _, _ in build.ELEMENTARY:
-        for dtype in DTYPES:
-            if ctx.left() < RESERVE_S:
-                rec["stopped"] = "deadline"
-                break
-            fam = _elementary_family(f)
+    configs = elementary_configs()
+    rows = {}
+    with cpu_pool(1 if dev.rehearsal else cpu_jobs()) as (pool, tmp):  # the comparisons, CPU sides pooled
+        results = pool.imap_unordered(_cpu_job_safe, [(f, 2, dtype, count, 0, tmp) for f, dtype in configs])
+        for k in range(len(configs)):
             try:
-                row = compare(dev, dataclasses.replace(fam, rs=(2,)), 2, dtype, count, 0)
-                row |= _elementary_speed(dev, fam, dtype, ctx.size(ELEMENTARY_TIMED, 1024))
+                job = results.next(timeout=max(0.1, ctx.left() - RESERVE_S))
+            except Exception as exc:
+                rec["stopped"] = f"{type(exc).__name__}: {len(configs) - k} comparisons not run"
+                pool.terminate()
+                break
+            try:
+                if "error" in job:
+                    raise RuntimeError(job["error"])
+                row = compare_prepared(dev, family(job["family"]), job)
+                row["cpu_mops"] = row["rows"] / job["reference_seconds"] / 1e6 if job["reference_seconds"] else None
+                row["cpu_threads"] = job["reference_threads"]
+                rows[job["family"], job["dtype"]] = row
                 rec["results"].append(row)
             except Exception as exc:
-                rec["errors"].append({"function": f, "dtype": dtype, "error": f"{type(exc).__name__}: {exc}"})
+                rec["errors"].append({"function": job["family"], "dtype": job["dtype"],
+                                      "error": f"{type(exc).__name__}: {exc}"})
+            _elementary_summary(rec)
+            ctx.save("elementary", rec)
+    for f, dtype in configs:  # the GPU's speeds
+        if "stopped" in rec or ctx.left() < RESERVE_S:
+            rec.setdefault("stopped", "deadline: speeds not all measured")
+            break
+        if (f, dtype) in rows:
+            try:
+                rows[f, dtype] |= _elementary_speed(dev, family(f), dtype, ctx.size(ELEMENTARY_GPU_TIMED, 1024))
+            except Exception as exc:
+                rec["errors"].append({"function": f, "dtype": dtype, "error": f"speed: {type(exc).__name__}: {exc}"})
             _elementary_summary(rec)
             ctx.save("elementary", rec)
     if "stopped" not in rec:
@@ -1595,24 +1631,23 @@ def _elementary_summary(rec):
     rec["summary"] += [f"ERROR {e['function']} {e['dtype']}: {e['error'][:200]}" for e in rec["errors"][:4]]
     sp = [r for r in rec["results"] if r.get("gpu_mops") and r.get("cpu_mops")]
     if sp:
-        rec["summary"].append("GPU / CPU engine speed: " + ", ".join(
+        rec["summary"].append("GPU / CPU engine (one thread) speed: " + ", ".join(
             f"{r['family']} {r['dtype'][-2:]} {r['gpu_mops'] / r['cpu_mops']:.3g}x" for r in sp))
 
 
-def _elementary_speed(dev, fam, dtype, n) -> dict:
-    """Mop/s of the function on ``n`` domain arguments: on the device (median of 5) and on the engine
-    (one call, all CPU cores)."""
+def elementary_speed_arguments(fam, dtype, n) -> list:
+    """``n`` domain arguments of an elementary function (2^16 drawn, tiled)."""
     sets = fam.inputs(2, dtype, min(n, 1 << 16), 0, 11)
-    arrays = [np.ascontiguousarray(np.tile(a, (-(-n // len(a)), 1))[:n]) for a in sets[0][1:]]
+    return [np.ascontiguousarray(np.tile(a, (-(-n // len(a)), 1))[:n]) for a in sets[0][1:]]
+
+
+def _elementary_speed(dev, fam, dtype, n) -> dict:
+    """Mop/s of the function on the device: ``n`` domain arguments, median of 5 calls."""
     with np.errstate(all="ignore"):
-        t0 = time.perf_counter()
-        fam.cpu(2, *arrays)
-        cpu_s = time.perf_counter() - t0
-        dargs = [dev.to_device(a) for a in arrays]
+        dargs = [dev.to_device(a) for a in elementary_speed_arguments(fam, dtype, n)]
         fn = dev.backend.elementary(fam.name)
         secs = dev.time(lambda: fn(*dargs, 2), 5)
-    return {"timed_arguments": n, "cpu_mops": n / cpu_s / 1e6, "gpu_mops": n / statistics.median(secs) / 1e6,
-            "gpu_seconds": secs}
+    return {"gpu_timed_arguments": n, "gpu_mops": n / statistics.median(secs) / 1e6, "gpu_seconds": secs}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -342,14 +342,15 @@ def main(argv=None) -> int:
     ap.add_argument("--rehearse", action="store_true", help="no GPU: the CUDA calls replaced (see gpu_parts)")
     ap.add_argument("--scale", type=float, default=1.0, help="size factor of a rehearsal")
     ap.add_argument("--jobs", type=int, default=gpu_compile.GPU_MACHINE_JOBS, help="compile processes")
-    ap.add_argument("--measure-cpu", action="store_true", help="measure the CPU side of the estimates here")
+    ap.add_argument("--measure-cpu", nargs="?", const="all", choices=("all", "bitexact", "elementary"),
+                    help="measure the CPU side of the estimates here (all, or one part's, updating cpu.json)")
     ap.add_argument("--run-part", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.measure_cpu:
         import gpu_budget
 
-        return gpu_budget.main()
+        return gpu_budget.main(None if args.measure_cpu == "all" else args.measure_cpu)
     if args.run_part:
         return run_one_part(args.run_part, args.out, args.deadline or time.time() + args.limit, args.rehearse,
                             args.scale)
