@@ -1490,7 +1490,7 @@ def merge_rows(rows: list[dict]) -> dict:
 
 
 def _log(v) -> str:
-    return "(no bound)" if v is None else f"{v:.1f}"
+    return "none (no bound)" if v is None else f"2^{v:.1f}"
 
 
 def run_verification(ctx: Context, cases: int, name: str):
@@ -1519,8 +1519,8 @@ def run_verification(ctx: Context, cases: int, name: str):
     total = sum(r["cases"] for r in rec["rows"])
     rec["summary"] = [f"{len(rec['rows'])} of {len(jobs)} (operation, R), {total} cases: {bad} violations"
                       + (" (rehearsal: the twins' results)" if ctx.device.rehearsal else "")]
-    rec["summary"] += [f"{r['operation']} R={r['R']}: max error 2^{_log(r['max_error_log2'])}, max error / bound "
-                       f"2^{_log(r['max_ratio_log2'])}, violations {r['violations']}" for r in rec["rows"]]
+    rec["summary"] += [f"{r['operation']} R={r['R']}: max error {_log(r['max_error_log2'])}, max error / bound "
+                       f"{_log(r['max_ratio_log2'])}, violations {r['violations']}" for r in rec["rows"]]
     ctx.save(name, rec)
 
 

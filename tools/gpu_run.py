@@ -161,10 +161,12 @@ class Stage:
                  f"commit {s.get('commit')}, {s['elapsed_seconds']} s of {s['limit_seconds']:g} s "
                  f"(estimate {s['estimate_seconds']} s)", ""]
         c = s["compile"]
-        if c:
-            lines.append(f"- compile: {c.get('status')}, {c.get('units', '?')} units in {c.get('wall_seconds', '?')} s "
-                         f"with {c.get('jobs', '?')} processes ({c.get('errors', 0)} errors; estimate "
+        if c and "units" in c:
+            lines.append(f"- compile: {c.get('status')}, {c['units']} units in {c.get('wall_seconds')} s with "
+                         f"{c.get('jobs')} processes ({c.get('errors', 0)} errors; estimate "
                          f"{self.plan['compile']['wall_seconds']} s)")
+        elif c:
+            lines.append(f"- compile: {c.get('status')}" + (f" ({c['reason']})" if c.get("reason") else ""))
         for r in s["parts"]:
             est = r.get("estimate")
             lines.append(f"- {r['part']}: {r['status']}, {r.get('seconds', 0)} s (estimate "
