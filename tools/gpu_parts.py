@@ -733,7 +733,7 @@ def random_rows(fam: Family, R: int) -> int:
 
 #: Random operands of the exponential's comparison at large R: its CPU reference (the twin's algorithm
 #: on the engine's operations) takes about 6 ms per argument at R = 32 on this project's CPU machine
-#: (630 s for 10^5); 10^5 at every R is the third stage's (``bitexact_exp``).
+#: (630 s for 10^5); 10^5 at R = 8, 16, 32 is the third stage's (``bitexact_exp``, in chunks).
 EXP_ROWS = {8: 10_000, 16: 2_000, 32: 1_000}
 
 
@@ -770,10 +770,11 @@ def warm_engine(name: str) -> None:
             bitexact_cpu_side(fam, fam.rs[0], dtype, 4, 2)
 
 
-def bitexact_cpu_side(fam: Family, R: int, dtype: str, count: int, special: int) -> tuple:
+def bitexact_cpu_side(fam: Family, R: int, dtype: str, count: int, special: int, chunk: int = 0) -> tuple:
     """The CPU side of one comparison (what the budget measures): its input sets, the arrays, the CPU's
-    result and the seconds the CPU took to compute it."""
-    seed = 7919 * R + (0 if dtype == "float64" else 1)
+    result and the seconds the CPU took to compute it.  ``chunk``: one of several comparisons of the
+    same (family, R, dtype) on other random operands."""
+    seed = 7919 * R + (0 if dtype == "float64" else 1) + 1_000_003 * chunk
     sets = fam.inputs(R, dtype, count, special, seed)
     arrays = [np.ascontiguousarray(np.concatenate([s[k] for s in sets])) for k in range(1, len(sets[0]))]
     t0 = time.perf_counter()
@@ -784,15 +785,16 @@ def bitexact_cpu_side(fam: Family, R: int, dtype: str, count: int, special: int)
 
 def _cpu_job(args) -> dict:
     """A worker of the CPU pool: one comparison's CPU side, its arrays saved in ``folder`` (.npy)."""
-    name, R, dtype, count, special, folder = args
+    name, R, dtype, count, special, chunk, folder = args
     t0 = time.perf_counter()
-    sets, arrays, want, ref = bitexact_cpu_side(family(name), R, dtype, count, special)
-    stem = Path(folder) / f"{name}-{R}-{dtype}"
+    sets, arrays, want, ref = bitexact_cpu_side(family(name), R, dtype, count, special, chunk)
+    stem = Path(folder) / f"{name}-{R}-{dtype}-{chunk}"
     paths = []
     for k, a in enumerate(arrays + [want]):
         paths.append(f"{stem}-{k}.npy")
         np.save(paths[-1], a)
-    return {"family": name, "R": R, "dtype": dtype, "sets": [(s[0], len(s[1])) for s in sets], "paths": paths,
+    return {"family": name, "R": R, "dtype": dtype, "chunk": chunk, "sets": [(s[0], len(s[1])) for s in sets],
+            "paths": paths,
             "cpu_seconds": round(time.perf_counter() - t0, 3), "reference_seconds": round(ref, 3),
             "reference_threads": int(os.environ.get("NUMBA_NUM_THREADS", "0")) or None}
 
@@ -827,7 +829,7 @@ def compare(dev, fam: Family, R: int, dtype: str, count: int, special: int) -> d
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="expansions-cpu-") as tmp:
-        return compare_prepared(dev, fam, _cpu_job((fam.name, R, dtype, count, special, tmp)))
+        return compare_prepared(dev, fam, _cpu_job((fam.name, R, dtype, count, special, 0, tmp)))
 
 
 def compare_prepared(dev, fam: Family, job: dict) -> dict:
@@ -850,7 +852,7 @@ def compare_prepared(dev, fam: Family, job: dict) -> dict:
     else:
         names = [s for s, _ in job["sets"]]
     bad = np.flatnonzero(~same)
-    rec = {"family": fam.name, "R": R, "dtype": dtype, "rows": int(len(want)),
+    rec = {"family": fam.name, "R": R, "dtype": dtype, "chunk": job.get("chunk", 0), "rows": int(len(want)),
            "operands": int(sum(n for _, n in job["sets"])), "sets": names, "mismatches": int(bad.size),
            "nan_payload_only_rows": int(nan_only.sum()), "cpu_seconds": job["cpu_seconds"],
            "reference_seconds": job["reference_seconds"], "device_seconds": round(t2 - t1, 3)}
@@ -909,24 +911,27 @@ def _estimate_bitexact(budget):
       "operands plus tests/test_gpu.py's special and adversarial sets; failing operands kept",
       units=_units_bitexact, estimate=_estimate_bitexact)
 def run_bitexact(ctx: Context):
-    dev = ctx.device
-    special = ctx.size(SPECIAL_ROWS, 4)
-    rec = {"part": "bitexact", "device": dev.label, "random_operands": ctx.size(BITEXACT_COUNT),
-           "special_rows": special, "status": "partial", "results": [], "errors": []}
     configs = list(bitexact_configs())
     order = _cpu(load_budget(), "bitexact", {})
     configs.sort(key=lambda c: -order.get(f"{c[0].name} {c[1]} {c[2]}", 0.0))  # longest first (the pool's plan)
-    jobs = 1 if dev.rehearsal else cpu_jobs()
-    with cpu_pool(jobs) as (pool, tmp):
-        args = [(fam.name, R, dtype, ctx.size(random_rows(fam, R)), special, tmp) for fam, R, dtype in configs]
-        results = pool.imap_unordered(_cpu_job_safe, args)
-        for k in range(len(args)):
-            left = ctx.left() - RESERVE_S
+    special = ctx.size(SPECIAL_ROWS, 4)
+    run_comparisons(ctx, "bitexact", [(fam.name, R, dtype, ctx.size(random_rows(fam, R)), special, 0)
+                                      for fam, R, dtype in configs])
+
+
+def run_comparisons(ctx: Context, name: str, jobs: list):
+    """Comparisons (family, R, dtype, random rows, special rows, chunk), their CPU sides on the pool, the
+    device's results compared as the CPU sides come back; ``OUT/<name>.json``."""
+    dev = ctx.device
+    rec = {"part": name, "device": dev.label, "status": "partial", "results": [], "errors": []}
+    with cpu_pool(1 if dev.rehearsal else cpu_jobs()) as (pool, tmp):
+        results = pool.imap_unordered(_cpu_job_safe, [job + (tmp,) for job in jobs])
+        for k in range(len(jobs)):
             try:
-                job = results.next(timeout=max(0.1, left))
+                job = results.next(timeout=max(0.1, ctx.left() - RESERVE_S))
             except Exception as exc:  # the deadline (multiprocessing.TimeoutError) or a worker lost
-                rec["stopped"] = (f"{type(exc).__name__}: {len(configs) - k} of {len(configs)} (family, R, dtype) "
-                                  "not run")
+                rec["stopped"] = f"{type(exc).__name__}: {len(jobs) - k} of {len(jobs)} comparisons not run"
+                pool.terminate()
                 break
             if "error" in job:
                 rec["errors"].append(job)
@@ -936,14 +941,12 @@ def run_bitexact(ctx: Context):
                 except Exception as exc:
                     rec["errors"].append({"family": job["family"], "R": job["R"], "dtype": job["dtype"],
                                           "error": f"{type(exc).__name__}: {exc}"})
-            _bitexact_summary(rec, len(configs))
-            ctx.save("bitexact", rec)
-        if "stopped" in rec:
-            pool.terminate()
+            _bitexact_summary(rec, len(jobs))
+            ctx.save(name, rec)
     if "stopped" not in rec:
         rec["status"] = "failed" if rec["errors"] or any(r["mismatches"] for r in rec["results"]) else "passed"
-    _bitexact_summary(rec, len(configs))
-    ctx.save("bitexact", rec)
+    _bitexact_summary(rec, len(jobs))
+    ctx.save(name, rec)
 
 
 def _cpu_job_safe(args) -> dict:
@@ -956,7 +959,7 @@ def _cpu_job_safe(args) -> dict:
 def _bitexact_summary(rec, total):
     res = rec["results"]
     bad = [r for r in res if r["mismatches"]]
-    lines = [f"{len(res)} of {total} (family, R, dtype) compared, {sum(r['rows'] for r in res)} result rows: "
+    lines = [f"{len(res)} of {total} comparisons (family, R, dtype) done, {sum(r['rows'] for r in res)} result rows: "
              f"{len(bad)} with mismatches, {len(rec['errors'])} errors"]
     lines += [f"MISMATCH {r['family']} R={r['R']} {r['dtype']}: {r['mismatches']} rows "
               f"{r.get('mismatches_by_set', {})}" for r in bad[:12]]
@@ -1449,10 +1452,10 @@ def _units_verify():
     return [kernel_unit(i) for i in _verify_instances()]
 
 
-def _estimate_verify(budget, cases=VERIFY_CASES):
+def _estimate_verify(budget, cases=VERIFY_CASES, ops=VERIFY_OPS):
     rates = _cpu(budget, "verify_seconds_per_case", {})
     cpu, missing = 0.0, []
-    for op in VERIFY_OPS:
+    for op in ops:
         for R in VERIFY_RS:
             r = rates.get(f"{op} {R}")
             if r is None:
@@ -1462,7 +1465,7 @@ def _estimate_verify(budget, cases=VERIFY_CASES):
     workers = VERIFY_JOBS
     wall = cpu / workers + _process_start(budget) + CUDA_INIT_S + 2.0  # workers start in parallel
     return {"seconds": round(wall + _process_start(budget), 1), "cpu": round(cpu, 1), "device": None,
-            "missing": missing, "detail": f"{len(VERIFY_OPS) * len(VERIFY_RS)} (operation, R) x {cases:.0e} cases, "
+            "missing": missing, "detail": f"{len(ops) * len(VERIFY_RS)} (operation, R) x {cases:.0e} cases, "
             f"float64, exact errors at the measured rate ({cpu:.0f} CPU seconds) on {workers} processes"}
 
 
@@ -1493,16 +1496,16 @@ def _log(v) -> str:
     return "none (no bound)" if v is None else f"2^{v:.1f}"
 
 
-def run_verification(ctx: Context, cases: int, name: str):
-    """The verification of :data:`VERIFY_OPS` at :data:`VERIFY_RS`, ``cases`` per (operation, R), float64,
-    on the device's results, in chunks on a pool of worker processes (each with its CUDA context)."""
+def run_verification(ctx: Context, cases: int, name: str, ops=VERIFY_OPS):
+    """The verification of ``ops`` at :data:`VERIFY_RS`, ``cases`` per (operation, R), float64, on the
+    device's results, in chunks on a pool of worker processes (each with its CUDA context)."""
     import multiprocessing
 
     backend = "cpu" if ctx.device.rehearsal else "cuda"
     cases = ctx.size(cases, 64)
     chunk = min(VERIFY_CHUNK, cases)
     rec = {"part": name, "device": ctx.device.label, "status": "partial", "cases_per_row": cases, "rows": []}
-    jobs = [(op, R) for op in VERIFY_OPS for R in VERIFY_RS]
+    jobs = [(op, R) for op in ops for R in VERIFY_RS]
     mp = multiprocessing.get_context("spawn")
     with mp.Pool(1 if ctx.device.rehearsal else VERIFY_JOBS) as pool:
         for op, R in jobs:
@@ -1583,7 +1586,7 @@ def run_elementary(ctx: Context):
     configs = elementary_configs()
     rows = {}
     with cpu_pool(1 if dev.rehearsal else cpu_jobs()) as (pool, tmp):  # the comparisons, CPU sides pooled
-        results = pool.imap_unordered(_cpu_job_safe, [(f, 2, dtype, count, 0, tmp) for f, dtype in configs])
+        results = pool.imap_unordered(_cpu_job_safe, [(f, 2, dtype, count, 0, 0, tmp) for f, dtype in configs])
         for k in range(len(configs)):
             try:
                 job = results.next(timeout=max(0.1, ctx.left() - RESERVE_S))
@@ -1688,14 +1691,62 @@ def run_characterize(ctx: Context):
 # third: what does not fit, in order of value
 
 
-def _estimate_verify_full(budget):
-    return _estimate_verify(budget, VERIFY_FULL_CASES)
+def _verify_full_part(op: str):
+    """The third stage's verification of ``op`` at 10^7 cases per R (one part per operation: each fits a
+    command)."""
+    kernel = {"add_safe": "add_safe", "add_fast": "add_fast", "mul": "mul_truncated"}[op]
+    name = f"verify_full_{op}"
+
+    def units():
+        from expansions.cuda import build
+
+        return [kernel_unit(build.instance(kernel, "float64", R)) for R in VERIFY_RS]
+
+    def run(ctx: Context):
+        run_verification(ctx, VERIFY_FULL_CASES, name, (op,))
+
+    part(name, "third", f"the bound verification of {op} at {VERIFY_FULL_CASES:.0e} cases per R = 2, 4, 8 (the "
+         "issue's size; the second stage runs 10^6)", units=units,
+         estimate=lambda budget: _estimate_verify(budget, VERIFY_FULL_CASES, (op,)))(run)
 
 
-@part("verify_full", "third", f"the bound verification at {VERIFY_FULL_CASES:.0e} cases per (operation, R) (the "
-      "issue's size; the second stage runs 10^6)", units=_units_verify, estimate=_estimate_verify_full)
-def run_verify_full(ctx: Context):
-    run_verification(ctx, VERIFY_FULL_CASES, "verify_full")
+for _op in VERIFY_OPS:
+    _verify_full_part(_op)
+
+
+#: The third stage's exponential at R = 8, 16, 32: 10^5 random rows as 16 chunks on the pool.
+EXP_FULL_CHUNKS = 16
+
+
+def _exp_full_jobs():
+    n = BITEXACT_COUNT // EXP_FULL_CHUNKS
+    return [("exp", R, dtype, n, 0, k) for R in sorted(EXP_ROWS, reverse=True) for dtype in DTYPES
+            for k in range(EXP_FULL_CHUNKS)]
+
+
+def _estimate_bitexact_exp(budget):
+    measured = _cpu(budget, "bitexact", {})
+    secs = []
+    for _, R, dtype, n, _, _ in _exp_full_jobs():
+        secs.append(measured.get(f"exp {R} {dtype}", 60.0) * n / EXP_ROWS[R])  # per row, as measured
+    wall = _pool_estimate(secs, GPU_MACHINE_CPU_JOBS)
+    return {"seconds": round(2 * _process_start(budget) + CUDA_INIT_S + wall, 1), "cpu": round(sum(secs), 1),
+            "device": None, "detail": f"{len(secs)} chunks of {BITEXACT_COUNT // EXP_FULL_CHUNKS} rows, the CPU sides "
+            f"scaled per row from the measured comparisons, on {GPU_MACHINE_CPU_JOBS} processes"}
+
+
+@part("bitexact_exp", "third", "exp against the engine at R = 8, 16, 32 on 10^5 random rows (the first stage runs "
+      "10^4, 2000, 1000 there), in 16 chunks", units=lambda: [kernel_unit(_exp_instance(R, d)) for R in EXP_ROWS
+                                                             for d in DTYPES] + _numba_units(["exp"]),
+      estimate=_estimate_bitexact_exp)
+def run_bitexact_exp(ctx: Context):
+    run_comparisons(ctx, "bitexact_exp", [(f, R, d, ctx.size(n), s, k) for f, R, d, n, s, k in _exp_full_jobs()])
+
+
+def _exp_instance(R, dtype):
+    from expansions.cuda import build
+
+    return build.instance("exp", dtype, R)
 
 
 def _estimate_model_rest(budget):

@@ -20,8 +20,8 @@ stage      parts (most valuable first)                                          
 first      env, bitexact, tables, r2, stream                                            summary.json/.md,
                                                                                         one JSON per part
 second     model, sanitizer, verify, elementary, characterize                           the same
-third      verify_full, model_rest, gpu_tests, synccheck, paper_repro (a later GPU;    the same, and
-           not sized to 6 minutes: run with ``--part`` as time allows)                  paper_repro.tar.gz
+third      verify_full_{add_safe,add_fast,mul}, bitexact_exp, model_rest, gpu_tests,    the same, and
+           synccheck, paper_repro (a later GPU: run with ``--part`` as time allows)    paper_repro.tar.gz
 =========  ===========================================================================  ==================
 
 ``--dry-run`` prints each part with its estimate and the stage's total: the compile estimate from the
@@ -170,7 +170,7 @@ class Stage:
         for r in s["parts"]:
             est = r.get("estimate")
             lines.append(f"- {r['part']}: {r['status']}, {r.get('seconds', 0)} s (estimate "
-                         f"{est if est is not None else 'not sized'} s)"
+                         + (f"{est} s)" if est is not None else "not sized)")
                          + (f": {r['reason']}" if r.get("reason") else ""))
             lines += [f"    {line}" for line in r.get("summary", [])]
         done = {r["part"] for r in s["parts"]}
