@@ -10,7 +10,6 @@ import statistics
 import numpy as np
 
 from bench import gpu
-from expansions.generate import random_terms
 
 SEQ = {("add", "campary"): "CertAdd", ("mul", "campary"): "CertMul",
        ("add", "qd", 2): "DdAddIeee", ("mul", "qd", 2): "DdMul",
@@ -38,9 +37,9 @@ def measure(op: str, alg: str, R: int, scenario: str, dtype: str = "float64", qu
     fn = gpu._function(name_expression(kind, op, alg, dtype, R))
     repeats, K = (3, 2) if quick else (7, 8)
     results = []
-    shapes = [(gpu.PAPER_BLOCKS, t) for t in gpu.PAPER_THREADS] + [
-        (facts["sms"] * k, t) for t in gpu.SWEEP_THREADS for k in (2, 4, 8)]
-    for blocks, threads in shapes:
+    sweep = gpu.shapes(facts["sms"])
+    largest = max(b * t for b, t in sweep)
+    for blocks, threads in sweep:
         smem = gpu.SHMEM_PER_TERM * R * threads if kind == "shmem" else 0
         if smem > 48 * 1024:
             try:
@@ -48,8 +47,8 @@ def measure(op: str, alg: str, R: int, scenario: str, dtype: str = "float64", qu
             except Exception:
                 continue
         count = blocks * threads
-        x = cupy.asarray(np.ascontiguousarray(random_terms((count,), R, dtype, seed=5).T))
-        y = cupy.asarray(np.ascontiguousarray(random_terms((count,), R, dtype, seed=6).T))
+        x = cupy.asarray(np.ascontiguousarray(gpu.operands(count, R, dtype, 5, largest).T))
+        y = cupy.asarray(np.ascontiguousarray(gpu.operands(count, R, dtype, 6, largest).T))
         out = cupy.empty_like(x)
         args = (x, y, out, np.int64(count), np.int32(K))
         try:

@@ -69,10 +69,8 @@ def measure(name: str, dtype: str = "float64", quick: bool = False) -> dict:
     facts = gpu.device_facts()
     fn = gpu._function(name_expression(name, dtype))
     repeats, K = (3, 4) if quick else (7, 16)
-    shapes = [(gpu.PAPER_BLOCKS, t) for t in gpu.PAPER_THREADS] + [
-        (facts["sms"] * k, t) for t in gpu.SWEEP_THREADS for k in (2, 4, 8)]
     results = []
-    for blocks, threads in shapes:
+    for blocks, threads in gpu.shapes(facts["sms"]):
         count = blocks * threads
         x, y = (cupy.asarray(a) for a in inputs(name, count, dtype))
         out = cupy.empty_like(x)

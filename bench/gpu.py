@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import statistics
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -69,9 +68,7 @@ def _function(name: str):
     import cupy  # optional dependency: needed only to load on a GPU
 
     arch = build.device_arch(cupy.cuda.Device().id)
-    binary, lowered, _ = compile_bench([name], arch)
-    path = Path(tempfile.mkdtemp(prefix="expansions-bench-")) / "bench.cubin"
-    path.write_bytes(binary)
+    path, lowered = build.cached_cubin(_source(), [name], arch, "bench.cu")
     module = cupy.RawModule(path=str(path))
     _MODULES.append(module)  # keep the module loaded as long as its function may be used
     return module.get_function(lowered[name])
@@ -103,6 +100,23 @@ def device_facts() -> dict:
         "bandwidth_gbs": 2 * mem_clock_khz * 1e3 * bus_bits / 8 / 1e9 if mem_clock_khz else None,
         "compute_capability": f"{major}.{p.get('minor', 0)}",
     }
+
+
+def shapes(sms: int) -> list[tuple[int, int]]:
+    """The launch shapes of a measurement: the paper's 1024 blocks of 1024, 512 and 256 threads, and
+    2, 4, 8 blocks per SM of 128 to 1024 threads."""
+    return [(PAPER_BLOCKS, t) for t in PAPER_THREADS] + [(sms * k, t) for t in SWEEP_THREADS for k in (2, 4, 8)]
+
+
+@functools.lru_cache(maxsize=4)
+def _drawn(count: int, R: int, dtype: str, seed: int) -> np.ndarray:
+    return random_terms((count,), R, dtype, seed=seed)
+
+
+def operands(count: int, R: int, dtype: str, seed: int, largest: int) -> np.ndarray:
+    """``count`` random expansions: the first rows of ``largest`` ones drawn once per (R, dtype, seed)
+    and kept (a sweep over launch shapes draws its operands once, not once per shape)."""
+    return _drawn(max(count, largest), R, dtype, seed)[:count]
 
 
 def _time(launch, repeats: int, warmup: int = 2) -> list[float]:
@@ -163,10 +177,10 @@ def measure(op: str, alg: str, R: int, scenario: str, dtype: str = "float64", qu
     kind = "best" if scenario == "best" else "shmem"
     fn = _function(name_expression(kind, op, alg, dtype, R))
     lanes_per_block_term = 1  # one term per lane
-    shapes = [(PAPER_BLOCKS, t) for t in PAPER_THREADS] + [
-        (facts["sms"] * k, t) for t in SWEEP_THREADS for k in (2, 4, 8)]
+    sweep = shapes(facts["sms"])
+    largest = max(b * t // W for b, t in sweep)
     results = []
-    for blocks, threads in shapes:
+    for blocks, threads in sweep:
         smem = SHMEM_PER_TERM * threads * lanes_per_block_term if kind == "shmem" else 0
         if smem > 48 * 1024:
             try:
@@ -174,8 +188,8 @@ def measure(op: str, alg: str, R: int, scenario: str, dtype: str = "float64", qu
             except Exception:
                 continue
         count = blocks * threads // W
-        x = cupy.asarray(random_terms((count,), R, dtype, seed=3))
-        y = cupy.asarray(random_terms((count,), R, dtype, seed=4))
+        x = cupy.asarray(operands(count, R, dtype, 3, largest))
+        y = cupy.asarray(operands(count, R, dtype, 4, largest))
         out = cupy.empty_like(x)
         try:
             args = (x, y, out, np.int64(count), np.int32(K))

@@ -44,6 +44,8 @@ from expansions.cuda import build
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "seed004_microbench.cu"
+#: the file name NVRTC is given (and part of the disk-cache key, :func:`expansions.cuda.build.cache_key`)
+FILENAME = "seed004_microbench.cu"
 ANCHORS = HERE / "anchors" / "surineni2017_tables.csv"
 ARCHES = ("fermi", "kepler", "maxwell", "pascal")
 UNROLL = 16
@@ -112,8 +114,7 @@ def sources() -> dict:
 
 def compile_all(arch: str = "sm_90") -> dict:
     """{build: (binary, {name: lowered}, log)} compiled with NVRTC for ``arch`` (no GPU needed)."""
-    return {b: build.compile_source(text, names, arch, verbose=True, filename="seed004_microbench.cu",
-                                    options=opts)
+    return {b: build.compile_source(text, names, arch, verbose=True, filename=FILENAME, options=opts)
             for b, (text, opts, names) in sources().items()}
 
 
@@ -168,13 +169,8 @@ class _Runner:
         self.arch = build.device_arch(dev.id)
         self.quick = quick
         self.modules = {}
-        folder = build.cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
         for b, (text, opts, names) in sources().items():
-            binary, lowered, _ = build.compile_source(text, names, self.arch, verbose=False,
-                                                      filename="seed004_microbench.cu", options=opts)
-            cubin = folder / f"seed004_microbench_{b}_{self.arch}.cubin"
-            build._write_atomic(cubin, binary)
+            cubin, lowered = build.cached_cubin(text, names, self.arch, FILENAME, opts)
             self.modules[b] = (cupy.RawModule(path=str(cubin)), lowered)
 
     def fn(self, b, name):

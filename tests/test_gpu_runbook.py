@@ -1,65 +1,315 @@
-"""The GPU runbook (tools/gpu_run.py) without a GPU: its dry run plans every phase, a real run skips
-each phase with its reason, and the launch-each-kernel script's calls have the twins' signatures."""
+"""The GPU runbook (tools/gpu_run.py, gpu_parts.py, gpu_compile.py) without a GPU: the dry runs of the
+first and second stages fit 6 minutes on the committed measurements, and fail when they would not or
+when a measurement is missing; the compile pool writes the very files the loaders read (their cache
+keys agree); the bit-exactness comparison passes on the twins and catches one flipped bit, keeping the
+operands; the stages run end to end with the CUDA calls replaced (the rehearsal), writing at most 8
+files, skipping what would not fit; the sanitizer's launch script has the twins' signatures."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
+import time
+import types
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
+import gpu_compile  # noqa: E402
 import gpu_launch_each  # noqa: E402
+import gpu_parts  # noqa: E402
 import gpu_run  # noqa: E402
+from helpers import nvrtc_available  # noqa: E402
 
-from expansions import backends, dispatch  # noqa: E402
-from expansions.cuda import build, dw_kernels  # noqa: E402
-from expansions.dw import cpu as dw_twins  # noqa: E402
+from expansions import backends  # noqa: E402
+from expansions.cuda import build  # noqa: E402
+
+STAGE_FILES = {"first": {"summary.json", "summary.md", "env.json", "bitexact.json", "tables.json", "r2.json",
+                         "stream.json"},
+               "second": {"summary.json", "summary.md", "model.json", "sanitizer.json", "verify.json",
+                          "elementary.json", "characterize.json"}}
 
 
-def test_dry_run_plans_every_phase(tmp_path, capsys):
-    assert gpu_run.main([str(tmp_path), "--dry-run"]) == 0
+# -- the plan and its budget ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stage", ["first", "second"])
+def test_dry_run_fits_the_budget_on_the_committed_measurements(stage, capsys):
+    assert gpu_run.main(["--stage", stage, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    for phase in gpu_run.PHASES:
-        assert f"[{phase}]" in out
-    assert not any(tmp_path.iterdir())  # a dry run writes nothing
+    for p in gpu_parts.parts(stage):
+        assert f"[{p.name}]" in out
+    plan = gpu_run.plan(stage)
+    assert plan["missing"] == [] and plan["sized"]
+    assert 0 < plan["total_seconds"] <= gpu_run.STAGE_BUDGET_S
+    assert plan["compile"]["units"] == len(gpu_compile.stage_units(stage)) > 0
+    assert plan["compile"]["wall_seconds"] >= plan["compile"]["longest_unit_seconds"] > 0
 
 
-def test_phases_skip_cleanly_without_a_gpu(tmp_path):
+def test_dry_run_fails_over_budget_or_without_a_measurement(monkeypatch, capsys):
+    monkeypatch.setattr(gpu_run, "STAGE_BUDGET_S", 1.0)
+    assert gpu_run.main(["--stage", "first", "--dry-run"]) == 1
+    assert "OVER BUDGET" in capsys.readouterr().out
+    monkeypatch.undo()
+    budget = gpu_parts.load_budget()
+    one = dict(budget["compile"]["one_core"])
+    one.pop(gpu_compile.stage_units("second")[0].label)
+    budget["compile"] = budget["compile"] | {"one_core": one}
+    monkeypatch.setattr(gpu_parts, "load_budget", lambda: budget)
+    assert gpu_run.main(["--stage", "second", "--dry-run"]) == 1
+    assert "NOT VALID" in capsys.readouterr().out
+
+
+def test_every_unit_and_cpu_side_of_the_stages_is_measured():
+    budget = gpu_parts.load_budget()
+    for stage in ("first", "second"):
+        units = {u.label for u in gpu_compile.stage_units(stage)}
+        assert units <= set(budget["compile"]["one_core"]), stage
+    keys = {f"{f.name} {R} {d}" for f, R, d in gpu_parts.bitexact_configs()}
+    assert keys <= set(budget["cpu"]["bitexact"])
+
+
+def test_lpt_schedule():
+    assert gpu_compile.lpt_makespan([], 16) == 0
+    assert gpu_compile.lpt_makespan([3, 5, 3, 4, 3], 2) == 10  # longest first: 5 | 4, 5 | 7, 8 | 7, 8 | 10
+    assert gpu_compile.lpt_makespan([10, 1, 1, 1], 16) == 10
+    assert gpu_compile.lpt_makespan([1.0] * 32, 16) == 2
+
+
+def test_model_plan_stays_within_its_cap_most_valuable_first():
+    taken, rest = gpu_parts.model_plan()
+    assert taken and sum(gpu_parts._cell_cost(c, None) for c in taken) <= gpu_parts.MODEL_CAP_S
+    assert len(taken) + len(rest) == len(gpu_parts.model_cells())
+    first = taken[0]
+    assert first["source"] == "library" and first["dtype"] == "float64" and first["renormalize"]
+
+
+# -- compilation out of the budget: the pool fills the cache the loaders read ------------------------
+
+
+@pytest.fixture
+def fake_gpu_loaders(monkeypatch, tmp_path):
+    """A cache folder, sm_90 as the device's target, CuPy's loading replaced, and NVRTC forbidden in
+    the loaders (a loader that would compile raises)."""
+    monkeypatch.setenv("EXPANSIONS_CACHE_DIR", str(tmp_path))
+    loaded = []
+
+    class RawModule:
+        def __init__(self, path):
+            loaded.append(Path(path))
+
+        def get_function(self, name):
+            return name
+
+    class Device:
+        id = 0
+
+        def __init__(self, device_id=0):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    fake = types.SimpleNamespace(RawModule=RawModule, cuda=types.SimpleNamespace(Device=Device))
+    return fake, loaded
+
+
+@pytest.mark.skipif(not nvrtc_available(), reason="needs CuPy's NVRTC (the cuda12 extra)")
+def test_the_compile_pool_writes_what_the_loaders_read(fake_gpu_loaders, monkeypatch):
+    from bench import gpu as bench_gpu
+    from expansions.programs import cuda as programs_cuda
+
+    fake, loaded = fake_gpu_loaders
+    inst = build.instance("add_safe", "float64", 2, renormalize=True)
+    bench_name = bench_gpu.name_expression("best", "add", "safe", "float64", 2)
+    units = [gpu_compile.kernel_unit(inst), gpu_compile.Unit("bench", (bench_name,)),
+             gpu_compile.Unit("program", ("fma", 2, "float64"))]
+    res = gpu_compile.prewarm(units, "sm_90", 1)
+    assert res["errors"] == 0 and res["units"] == 3 and res["cached"] == 0
+    assert gpu_compile.prewarm(units, "sm_90", 1)["cached"] == 3
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a loader compiled: its cache key is not the pool's")
+
+    monkeypatch.setattr(build, "compile_source", refuse)
+    monkeypatch.setattr(build, "device_arch", lambda device_id: "sm_90")
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    kernels = build.DeviceKernels.__new__(build.DeviceKernels)
+    kernels.arch = "sm_90"
+    path, lowered = kernels._cubin([inst])  # what build.kernels(inst) loads
+    assert inst.name_expression in lowered and path.exists()
+    bench_gpu._function.cache_clear()
+    assert bench_gpu._function(bench_name)
+    name, text = gpu_parts.program_source("fma", 2, "float64")
+    programs_cuda._FUNCTIONS.clear()
+    assert programs_cuda._function(name, text, 0) == lowered_name(loaded[-1])
+    assert len(loaded) == 2
+
+
+def lowered_name(cubin: Path) -> str:
+    return next(iter(json.loads(cubin.with_suffix(".json").read_text()).values()))
+
+
+def test_program_source_does_not_depend_on_the_count():
+    """The fused program's kernel text (part of its cache key) is the same for 3 rows as for the
+    stream part's 2^24: every input is a full array either way."""
+    import expansions as ex
+    from expansions.generate import random_terms
+    from expansions.programs import Program
+    from expansions.programs import cuda as programs_cuda
+
+    args = [ex.from_terms(random_terms((50,), 4, "float64", seed=k)) for k in range(3)]
+    graph, (_, items) = Program(gpu_parts.PROGRAMS["fma"]).trace(*args)
+    seen = []
+    programs_cuda.KernelPlan(graph, tuple(items), "cpu", lambda n, t, p, c: seen.append((n, t)))(args)
+    assert seen[0] == gpu_parts.program_source("fma", 4, "float64")
+
+
+# -- the bit-exactness comparison -----------------------------------------------------------------------
+
+
+def test_same_rows_matches_nans_and_tells_signed_zeros_apart():
+    a = np.array([[np.nan, 1.0], [0.0, 1.0], [1.0, 2.0]])
+    b = a.copy()
+    b.view(np.uint64)[0, 0] = 0xFFF8000000000000  # x86's default NaN against CUDA's canonical one
+    b[1, 0] = -0.0
+    same, nan_only = gpu_parts._same_rows(a, b)
+    assert same.tolist() == [True, False, True] and nan_only.tolist() == [True, False, False]
+
+
+@pytest.mark.parametrize("name", ["add_safe", "mul_truncated", "renormalize", "reduce_dot", "dw", "fuse_fma"])
+def test_comparison_passes_on_the_twins(name):
+    fam = gpu_parts.family(name)
+    R = fam.rs[0] if name == "dw" else 4
+    rec = gpu_parts.compare(gpu_parts.Rehearsal(), fam, R, "float64", 64, 4)
+    assert rec["mismatches"] == 0 and rec["rows"] > 0 and len(rec["sets"]) >= 1
+
+
+def test_comparison_catches_one_flipped_bit_and_keeps_the_operands():
+    """A mutation: the 'GPU' add_safe flips the last bit of one term of one row."""
+    def flipped(x, y, R, **kw):
+        out = backends.cpu.add_safe(x, y, R).copy()
+        out.view(np.uint64)[3, 1] ^= 1
+        return out
+
+    dev = gpu_parts.Rehearsal(dataclasses.replace(backends.cpu, add_safe=flipped))
+    rec = gpu_parts.compare(dev, gpu_parts.family("add_safe"), 4, "float64", 64, 4)
+    assert rec["mismatches"] == 1 and rec["mismatches_by_set"] == {"random": 1}
+    (fail,) = rec["failures"]
+    assert fail["row"] == 3 and len(fail["inputs"]) == 2 and fail["gpu"] != fail["cpu"]
+    x = np.array([float.fromhex(h) for h in fail["inputs"][0]])[None]
+    y = np.array([float.fromhex(h) for h in fail["inputs"][1]])[None]
+    from expansions import dispatch
+    want = dispatch.run("add", "safe", backends.cpu, True, x, y, 4)[0]
+    assert [float.fromhex(h) for h in fail["cpu"]] == want.tolist()
+
+
+def test_dw_comparison_names_the_result_that_differs():
+    from expansions.dw import cpu as dw_twins
+
+    class Mutated(gpu_parts.Rehearsal):
+        def dw_run(self, name, *operands):
+            out = super().dw_run(name, *operands)
+            if name == "dw_plus_fp":
+                out = out.copy()
+                out[0, 0] = np.nextafter(out[0, 0], np.inf)
+            return out
+
+    assert dw_twins.dw_plus_fp  # the mutated algorithm exists
+    rec = gpu_parts.compare(Mutated(), gpu_parts.family("dw"), 2, "float64", 32, 2)
+    assert rec["mismatches"] == 1 and rec["mismatching_results"] == ["dw.cuh dw_plus_fp"]
+
+
+def test_bitexact_stops_at_its_deadline(tmp_path):
+    ctx = gpu_parts.Context(tmp_path, time.time() - 1, gpu_parts.Rehearsal(), scale=1e-4)
+    gpu_parts.run_bitexact(ctx)
+    rec = json.loads((tmp_path / "bitexact.json").read_text())
+    assert rec["status"] == "partial" and "not run" in rec["stopped"] and rec["results"] == []
+
+
+def test_merge_rows_of_verification_chunks():
+    rows = [{"operation": "add_safe", "R": 2, "cases": 5, "nonfinite_cases": 1, "violations": 0, "underflow_cases": 0,
+             "s0_not_rn": 0, "property_violations": 0, "max_error_log2": -105.0, "max_ratio_log2": -3.0,
+             "seconds": 1.0, "counterexample": {}},
+            {"operation": "add_safe", "R": 2, "cases": 7, "nonfinite_cases": 0, "violations": 2, "underflow_cases": 1,
+             "s0_not_rn": 1, "property_violations": 0, "max_error_log2": -104.0, "max_ratio_log2": 0.5,
+             "seconds": 2.0, "counterexample": {"x": 1}}]
+    m = gpu_parts.merge_rows(rows)
+    assert (m["cases"], m["violations"], m["max_error_log2"], m["max_ratio_log2"]) == (12, 2, -104.0, 0.5)
+    assert m["chunks"] == 2
+    assert m["counterexample"] == {"x": 1}
+
+
+# -- running stages --------------------------------------------------------------------------------------
+
+
+def test_parts_that_would_not_fit_are_skipped_with_their_estimate(tmp_path):
+    assert gpu_run.main(["--stage", "second", str(tmp_path), "--rehearse", "--limit", "12", "--part", "verify",
+                         "--part", "elementary"]) == 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [r["status"] for r in summary["parts"]] == ["skipped", "skipped"]
+    assert all("would not fit" in r["reason"] for r in summary["parts"])
+    assert "elementary: skipped" in (tmp_path / "summary.md").read_text()
+
+
+def test_without_a_gpu_the_gpu_parts_say_so(tmp_path):
     if backends.gpu_environment().get("gpu_available"):
-        return  # with a GPU the phases run for real (tools/gpu_run.py on the GPU machine)
-    assert gpu_run.main([str(tmp_path), "--phase", "tests", "--phase", "sanitizer", "--phase", "env"]) == 0
-    assert (tmp_path / "tests" / "skipped.txt").read_text().strip()
-    assert (tmp_path / "env" / "env.json").exists()
+        pytest.skip("a GPU is visible: the parts run for real")
+    assert gpu_run.main(["--stage", "first", str(tmp_path), "--part", "env", "--part", "tables"]) == 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    status = {r["part"]: r for r in summary["parts"]}
+    assert status["env"]["status"] == "measured" and (tmp_path / "env.json").exists()
+    assert status["tables"]["status"] == "skipped" and status["tables"]["reason"].startswith("no GPU")
+    assert summary["compile"]["status"] == "skipped"
 
 
-def test_launch_each_covers_every_kernel_with_the_twins_signatures():
+def test_rehearsal_of_two_parts_in_their_processes(tmp_path):
+    assert gpu_run.main(["--stage", "second", str(tmp_path), "--rehearse", "--part", "sanitizer",
+                         "--part", "characterize"]) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"summary.json", "summary.md", "sanitizer.json",
+                                                    "characterize.json"}
+    san = json.loads((tmp_path / "sanitizer.json").read_text())
+    assert san["status"] == "passed" and san["tools"]["rehearsal"]["disagreements"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["first", "second"])
+def test_rehearsal_of_a_stage_end_to_end(stage, tmp_path):
+    """Every part of the stage, each in its process, the CUDA calls replaced, at 1/2000 of the sizes:
+    every file written (at most 8), every part passed or measured."""
+    assert gpu_run.main(["--stage", stage, str(tmp_path), "--rehearse", "--scale", "0.0005", "--limit", "1500"]) == 0
+    files = {p.name for p in tmp_path.iterdir()}
+    assert files == STAGE_FILES[stage] and len(files) <= 8
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [r["part"] for r in summary["parts"]] == [p.name for p in gpu_parts.parts(stage)]
+    assert all(r["status"] in ("passed", "measured") for r in summary["parts"]), summary["parts"]
+    if stage == "first":
+        bitexact = json.loads((tmp_path / "bitexact.json").read_text())
+        assert len(bitexact["results"]) == len(list(gpu_parts.bitexact_configs()))
+
+
+# -- the sanitizer's launch script -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("one", [False, True])
+def test_launch_each_covers_every_kernel_with_the_twins_signatures(one):
     """The sanitizer's script, run with the twins in place of the launchers, agrees with itself: every
     call it makes has the right arguments for its kernel."""
-    def with_renormalize(name, op):
-        twin = gpu_launch_each._twin(name)
-        if not op.renormalizes:
-            return twin
-        ren = dispatch.renormalizer("newton" if op.newton else "safe", backends.cpu)
+    assert gpu_launch_each.check_all(gpu_launch_each.twin_launchers(), np.asarray, np.asarray, backends.cpu.reduce,
+                                     gpu_launch_each.twin_dw_run, gpu_launch_each.twin_dw_operation,
+                                     one_per_family=one) == []
 
-        def launcher(*args, renormalize=False):  # a launcher's keyword: the twin, then renormalize
-            out = twin(*args)
-            return ren(out, args[-1]) if renormalize else out
 
-        return launcher
-
-    twins = {name: with_renormalize(name, op) for name, op in build.OPERATIONS.items() if op.params != "RC"}
-
-    def dw_run(name, *ops):
-        hi, lo = getattr(dw_twins, name)(*gpu_launch_each.columns(ops))
-        return np.stack([hi, lo], axis=1)
-
-    kinds = dw_kernels.library_algorithms()
-
-    def dw_operation(name, x, y=None, negate_y=False, renormalize=False):  # dw_kernels.operation's signature
-        op = "sub" if negate_y else kinds[name]
-        return dispatch.run(op, name, backends.cpu, renormalize, *((x, 2) if y is None else (x, y, 2)))
-
-    assert gpu_launch_each.check_all(twins, np.asarray, np.asarray, backends.cpu.reduce, dw_run, dw_operation) == []
+def test_one_per_family_compiles_one_instance_per_kernel():
+    inst = gpu_launch_each.family_instances()
+    ops = [i.op for i in inst]
+    assert len(set(ops)) == len(ops) and "exp" in ops and "log" not in ops
+    assert {"add_safe", "certified_mul_soa", "reduce_sum", "reduce_dot", "newton_sqrt"} <= set(ops)

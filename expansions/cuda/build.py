@@ -495,20 +495,35 @@ class DeviceKernels:
 
     def _cubin(self, instances) -> tuple[Path, dict]:
         """Path of the CUBIN holding ``instances`` (compiled unless cached on disk) and
-        ``{name expression: lowered name}``."""
-        names = sorted(i.name_expression for i in instances)
-        key = hashlib.sha256(
-            "\0".join([source(), *OPTIONS, self.arch, str(nvrtc_version()), *names]).encode()
-        ).hexdigest()[:32]
-        folder = cache_dir()
-        cubin, table = folder / f"{key}.cubin", folder / f"{key}.json"
-        if not (cubin.exists() and table.exists()):
-            compiled = compile_instances(instances, self.arch, verbose=False)
-            folder.mkdir(parents=True, exist_ok=True)
-            _write_atomic(cubin, compiled.binary)
-            lowered = {i.name_expression: low for i, low in compiled.lowered.items()}
-            _write_atomic(table, json.dumps(lowered, indent=1).encode())
-        return cubin, json.loads(table.read_text())
+        ``{name expression: lowered name}`` (:func:`cached_cubin` of ``kernels.cu``)."""
+        return cached_cubin(source(), [i.name_expression for i in instances], self.arch)
+
+
+def cache_key(text: str, names, arch: str, filename: str = ENTRY, options=None) -> str:
+    """The disk-cache key of one NVRTC program: its source, options, target, NVRTC version, file name
+    and name expressions (in any order).  Whatever compiles the same program with the same NVRTC
+    finds the same files, in this process or in another one (``tools/gpu_compile.py`` fills the cache
+    with a process pool before a GPU run's first launch)."""
+    opts = OPTIONS if options is None else tuple(options)
+    parts = [text, *opts, arch, str(nvrtc_version()), filename, *sorted(dict.fromkeys(names))]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def cached_cubin(text: str, names, arch: str, filename: str = ENTRY, options=None) -> tuple[Path, dict]:
+    """The CUBIN of the program ``text`` with the name expressions ``names`` for ``arch`` (compiled by
+    :func:`compile_source`, unless :func:`cache_dir` holds it under :func:`cache_key`) and
+    ``{name expression: lowered name}``.  No GPU needed: the loaders (:class:`DeviceKernels`, the
+    double-word module, the benchmark and program kernels) load the file with ``cupy.RawModule``."""
+    names = list(dict.fromkeys(names))
+    key = cache_key(text, names, arch, filename, options)
+    folder = cache_dir()
+    cubin, table = folder / f"{key}.cubin", folder / f"{key}.json"
+    if not (cubin.exists() and table.exists()):
+        binary, lowered, _ = compile_source(text, names, arch, verbose=False, filename=filename, options=options)
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_atomic(cubin, binary)
+        _write_atomic(table, json.dumps(lowered, indent=1).encode())
+    return cubin, json.loads(table.read_text())
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

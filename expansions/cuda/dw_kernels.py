@@ -15,7 +15,6 @@ composition :func:`expansions.dispatch.run` runs on the CPU backends).
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 
@@ -73,22 +72,23 @@ def operation_instances() -> list[str]:
     return out
 
 
+def all_names() -> list[str]:
+    """The name expressions of the one program holding every double-word kernel: each (algorithm,
+    dtype) kernel, then every library operation instance."""
+    return [name_expression(n, d) for n in KERNEL_ALGORITHMS for d in CTYPES] + operation_instances()
+
+
 def compile_all(arch: str = "sm_90", verbose: bool = True):
     """Compile every (algorithm, dtype) kernel and every library operation instance for ``arch``:
     (binary, {name expression: lowered}, log)."""
-    names = [name_expression(n, d) for n in KERNEL_ALGORITHMS for d in CTYPES] + operation_instances()
-    return build.compile_source(source(), names, arch, verbose, "dw.cu")
+    return build.compile_source(source(), all_names(), arch, verbose, "dw.cu")
 
 
 @functools.cache
 def _module(device_id: int):
-    import tempfile  # only when a kernel is loaded
-
     import cupy  # optional dependency: CuPy is needed only on the GPU path
 
-    binary, lowered, _ = compile_all(build.device_arch(device_id), verbose=False)
-    path = Path(tempfile.mkdtemp(prefix="expansions-dw-")) / "dw.cubin"
-    path.write_bytes(binary)
+    path, lowered = build.cached_cubin(source(), all_names(), build.device_arch(device_id), "dw.cu")
     return cupy.RawModule(path=str(path)), lowered
 
 

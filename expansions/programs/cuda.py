@@ -416,25 +416,15 @@ _FUNCTIONS: dict = {}  # (name, device id): cupy.RawKernel, in memory; the CUBIN
 
 def _function(name: str, text: str, device_id: int):
     """The RawKernel of a program's kernel on a device: from memory, else from the disk cache
-    (:func:`expansions.cuda.build.cache_dir`, keyed by the full source, options, arch and NVRTC
+    (:func:`expansions.cuda.build.cached_cubin`: keyed by the full source, options, arch and NVRTC
     version), else compiled with NVRTC."""
     import cupy  # optional dependency: CuPy is needed only on the GPU path
 
     if (name, device_id) not in _FUNCTIONS:
-        arch = build.device_arch(device_id)
-        code = full_source(text)
-        key = hashlib.sha256("\0".join([code, *build.OPTIONS, arch, str(build.nvrtc_version()), name])
-                             .encode()).hexdigest()[:32]
-        folder = build.cache_dir()
-        cubin, lowered_file = folder / f"program-{key}.cubin", folder / f"program-{key}.name"
-        if not (cubin.exists() and lowered_file.exists()):
-            binary, lowered, _ = build.compile_source(code, [name], arch, verbose=False, filename="program.cu")
-            folder.mkdir(parents=True, exist_ok=True)
-            build._write_atomic(cubin, binary)
-            build._write_atomic(lowered_file, lowered[name].encode())
+        cubin, lowered = build.cached_cubin(full_source(text), [name], build.device_arch(device_id), "program.cu")
         with cupy.cuda.Device(device_id):
             module = cupy.RawModule(path=str(cubin))
-            _FUNCTIONS[name, device_id] = (module, module.get_function(lowered_file.read_text()))
+            _FUNCTIONS[name, device_id] = (module, module.get_function(lowered[name]))
     return _FUNCTIONS[name, device_id][1]
 
 
