@@ -601,7 +601,7 @@ class ModularPlan:
 
     @property
     def entry_max(self) -> int:
-        """The largest |A'_ik| the digits allow: 2**(top-1) 2**((S-1) beta) + 2**(beta-1) (1 + ... + 2**((S-2) beta))."""
+        """The largest |A'_ik| the digits allow (:func:`entry_max`)."""
         return entry_max(self.beta, self.slices, self.top)
 
     @property
@@ -618,7 +618,7 @@ class ModularPlan:
         """Terms of the kept digits in the output format."""
         return -(-self.kept // self.chunk_digits(p))
 
-    def setup(self, sa: int | None = None, sb: int | None = None) -> "ModularSetup":
+    def setup(self, sa: int | None = None, sb: int | None = None) -> ModularSetup:
         """The tables of a product whose operands use only their first ``sa`` (A) and ``sb`` (B)
         digits (the others are zero in every entry; default all): :func:`modular_setup`."""
         return modular_setup(self, self.slices if sa is None else sa, self.slices if sb is None else sb)

@@ -312,7 +312,6 @@ def _operand_rows_body(terms, beta, S, top, W, mod, minv, res, E, nonzero, bad_r
         acc = np.empty(LANES, np.float64)
         fwd = np.empty(S, np.float64)
         back = np.empty(S, np.float64)
-        ok = np.empty(LANES, np.bool_)
         big = 0.0
         bad = False
         for k in range(n):
@@ -327,7 +326,7 @@ def _operand_rows_body(terms, beta, S, top, W, mod, minv, res, E, nonzero, bad_r
                 bad = True
         bad_rows[i] = bad
         Ei = (math.frexp(big)[1] + 1 if big != 0 else 0) + (beta - top)
-        for attempt in range(64):
+        for _attempt in range(64):
             fast = not bad
             for s in range(1, S + 1):
                 fwd[s - 1] = _pow2_or_zero(s * beta - Ei)
