@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .kernels import OPTIONS, PARALLEL, renormalize_row, two_sum
+from .kernels import OPTIONS, PARALLEL, renormalize_row
 
 #: Work (array elements) from which the kernels run their parallel compilation.
 PARALLEL_FROM = 1 << 17
@@ -273,254 +273,211 @@ def _raw_digits_entry(t, E, beta, S, fwd, back, d, rem, lane):
         d[s - 1, lane] = total
 
 
-@njit(**OPTIONS)
-def _carry_lanes(d, S, width, up, down):
-    """Balanced digits (the specification's carries of :func:`expansions.cpu.slices._digits`)."""
-    for s in range(S - 1, 0, -1):
+def _largest_body(terms, columns, big, bad):
+    """big[x]: the largest |term| of the entries of row x (columns false) or column x whose terms are
+    all finite; bad[x]: whether an entry there has a non-finite term."""
+    outer, inner, R = terms.shape
+    X = inner if columns else outer
+    blocks = (X + LANES - 1) // LANES
+    for xb in prange(blocks):
+        x0 = xb * LANES
+        width = min(LANES, X - x0)
         for lane in range(width):
-            c = np.rint(d[s, lane] * down)
-            d[s, lane] = d[s, lane] - c * up
-            d[s - 1, lane] = d[s - 1, lane] + c
+            big[x0 + lane] = 0.0
+            bad[x0 + lane] = False
+        for o in range(outer if columns else width):
+            for lane in range(width if columns else inner):
+                row, col, x = (o, x0 + lane, lane) if columns else (x0 + o, lane, o)
+                fine = True
+                for r in range(R):
+                    if not abs(terms[row, col, r]) <= _FINITE_MAX:
+                        fine = False
+                if fine:
+                    for r in range(R):
+                        big[x0 + x] = max(big[x0 + x], abs(terms[row, col, r]))
+                else:
+                    bad[x0 + x] = True
 
 
-@njit(**OPTIONS)
-def _residue_lanes(d, S, width, W, mod, minv, res_rows, acc):
-    """res_rows[i][lane] = smod(sum_s d[s, lane] W[i, s], m_i) (:func:`expansions.cpu.slices.residues`)."""
-    for i in range(W.shape[0]):
-        m, mi = mod[i], minv[i]
-        h = (m - 1) * 0.5
-        for lane in range(width):
-            acc[lane] = 0.0
-        for s in range(S):
-            w = W[i, s]
-            for lane in range(width):
-                acc[lane] += d[s, lane] * w
-        row = res_rows[i]
-        for lane in range(width):
-            row[lane] = _smod(acc[lane], m, mi, h)
-
-
-def _operand_rows_body(terms, beta, S, top, W, mod, minv, res, E, nonzero, bad_rows):
-    rows, n, R = terms.shape
+def _digits_body(terms, o0, o1, columns, beta, S, top, E, fwd, back, fast, D, over, nonzero):
+    """The carried digits D[:, :o1 - o0] (D: (S, rows, inner)) of the rows o0..o1-1 of ``terms``
+    (outer, inner, R), scales E per row (or per column where ``columns``): the specification's
+    :func:`expansions.cpu.slices.split` (one pass at the given scales).  ``fwd[s, x]``,
+    ``back[s, x]``: 2**((s+1) beta - E_x) and its inverse (0 where not a normal float); ``fast[x]``:
+    all of them normal and every term of row/column x finite: then the digits are computed
+    ``LANES`` entries at a time without branches (the same operations on the same values as
+    :func:`_raw_digits_entry`'s, whose tests only skip operations that change nothing but signs of
+    zero, and the digits are sums with +0 first; a term whose remainders are zero in every lane
+    is skipped, as its digits would all be zeros); else entry by entry, entries with a non-finite
+    term counting as zero.  over[x] |= a top digit above 2**(top-1) (the caller raises E_x and
+    computes again); nonzero[r, s] |= digit level s of row r has a nonzero digit."""
+    outer, inner, R = terms.shape
     half_top = 2.0 ** (top - 1)
     up = 2.0**beta
     down = 2.0**-beta
-    for i in prange(rows):
+    for ob in prange(o1 - o0):
+        o = o0 + ob
         rem = np.empty(R, np.float64)
         rems = np.empty((R, LANES), np.float64)
+        alive = np.empty(R, np.uint8)
         d = np.empty((S, LANES), np.float64)
-        acc = np.empty(LANES, np.float64)
-        fwd = np.empty(S, np.float64)
-        back = np.empty(S, np.float64)
-        big = 0.0
-        bad = False
-        for k in range(n):
-            fine = True
-            for r in range(R):
-                if not abs(terms[i, k, r]) <= _FINITE_MAX:
-                    fine = False
-            if fine:
-                for r in range(R):
-                    big = max(big, abs(terms[i, k, r]))
+        fw = np.empty(S, np.float64)
+        bk = np.empty(S, np.float64)
+        row_over = 0
+        for l0 in range(0, inner, LANES):
+            width = min(LANES, inner - l0)
+            vector = True
+            if columns:
+                for lane in range(width):
+                    if not fast[l0 + lane]:
+                        vector = False
             else:
-                bad = True
-        bad_rows[i] = bad
-        Ei = (math.frexp(big)[1] + 1 if big != 0 else 0) + (beta - top)
-        for _attempt in range(64):
-            fast = not bad
-            for s in range(1, S + 1):
-                fwd[s - 1] = _pow2_or_zero(s * beta - Ei)
-                back[s - 1] = _pow2_or_zero(Ei - s * beta)
-                if fwd[s - 1] == 0 or back[s - 1] == 0:
-                    fast = False
-                nonzero[i, s - 1] = False
-            over = False
-            for k0 in range(0, n, LANES):
-                width = min(LANES, n - k0)
-                if fast:
+                vector = fast[o]
+            if vector:
+                for r in range(R):
+                    flag = 0
+                    for lane in range(width):
+                        rems[r, lane] = terms[o, l0 + lane, r]
+                        flag |= np.uint8(rems[r, lane] != 0)
+                    alive[r] = flag
+                for s in range(S):
+                    for lane in range(width):
+                        d[s, lane] = 0.0
                     for r in range(R):
-                        for lane in range(width):
-                            rems[r, lane] = terms[i, k0 + lane, r]
-                    for s in range(S):
-                        f, b = fwd[s], back[s]
-                        for lane in range(width):
-                            d[s, lane] = 0.0
-                        for r in range(R):
+                        if not alive[r]:  # a term that is zero in every lane adds zeros: skipped
+                            continue
+                        flag = 0
+                        if columns:
+                            for lane in range(width):
+                                v = rems[r, lane]
+                                h = np.rint(v * fwd[s, l0 + lane])
+                                rems[r, lane] = v - h * back[s, l0 + lane]
+                                d[s, lane] += h
+                                flag |= np.uint8(rems[r, lane] != 0)
+                        else:
+                            f, b = fwd[s, o], back[s, o]
                             for lane in range(width):
                                 v = rems[r, lane]
                                 h = np.rint(v * f)
                                 rems[r, lane] = v - h * b
                                 d[s, lane] += h
-                else:
-                    for lane in range(width):
-                        t = terms[i, k0 + lane]
-                        fine = True
-                        for r in range(R):
-                            if not abs(t[r]) <= _FINITE_MAX:
-                                fine = False
-                        if fine:
-                            _raw_digits_entry(t, Ei, beta, S, fwd, back, d, rem, lane)
-                        else:
-                            for s in range(S):
-                                d[s, lane] = 0.0
-                _carry_lanes(d, S, width, up, down)
+                                flag |= np.uint8(rems[r, lane] != 0)
+                        alive[r] = flag
+            else:
                 for lane in range(width):
-                    if abs(d[0, lane]) > half_top:
-                        over = True
-                for s in range(S):
-                    for lane in range(width):
-                        if d[s, lane] != 0:
-                            nonzero[i, s] = True
-                _residue_lanes(d, S, width, W, mod, minv, res[:, i, k0:k0 + width], acc)
-            if not over:
-                break
-            Ei += 1
-        E[i] = Ei
-
-
-def _column_scales_body(terms, beta, top, E, bad_cols):
-    n, p, R = terms.shape
-    blocks = (p + LANES - 1) // LANES
-    for jb in prange(blocks):
-        j0 = jb * LANES
-        width = min(LANES, p - j0)
-        big = np.zeros(LANES, np.float64)
-        bad = np.zeros(LANES, np.bool_)
-        for k in range(n):
-            for lane in range(width):
-                fine = True
-                for r in range(R):
-                    if not abs(terms[k, j0 + lane, r]) <= _FINITE_MAX:
-                        fine = False
-                if fine:
+                    x = l0 + lane if columns else o
+                    fine = True
                     for r in range(R):
-                        big[lane] = max(big[lane], abs(terms[k, j0 + lane, r]))
-                else:
-                    bad[lane] = True
-        for lane in range(width):
-            E[j0 + lane] = (math.frexp(big[lane])[1] + 1 if big[lane] != 0 else 0) + (beta - top)
-            bad_cols[j0 + lane] = bad[lane]
-
-
-def _operand_columns_body(terms, beta, S, top, W, mod, minv, E, fwd, back, fast_cols, res, over, nonzero):
-    n, p, R = terms.shape
-    half_top = 2.0 ** (top - 1)
-    up = 2.0**beta
-    down = 2.0**-beta
-    chunks = over.shape[0]
-    per = (n + chunks - 1) // chunks
-    for c in prange(chunks):
-        rem = np.empty(R, np.float64)
-        rems = np.empty((R, LANES), np.float64)
-        d = np.empty((S, LANES), np.float64)
-        acc = np.empty(LANES, np.float64)
-        fw = np.empty(S, np.float64)
-        bk = np.empty(S, np.float64)
-        for j in range(p):
-            over[c, j] = False
-        for s in range(S):
-            nonzero[c, s] = False
-        for k in range(c * per, min(n, (c + 1) * per)):
-            for j0 in range(0, p, LANES):
-                width = min(LANES, p - j0)
-                fast = True
-                for lane in range(width):
-                    if not fast_cols[j0 + lane]:
-                        fast = False
-                if fast:
-                    for r in range(R):
-                        for lane in range(width):
-                            rems[r, lane] = terms[k, j0 + lane, r]
-                    for s in range(S):
-                        for lane in range(width):
+                        if not abs(terms[o, l0 + lane, r]) <= _FINITE_MAX:
+                            fine = False
+                    if fine:
+                        for s in range(S):
+                            fw[s] = fwd[s, x]
+                            bk[s] = back[s, x]
+                        _raw_digits_entry(terms[o, l0 + lane], E[x], beta, S, fw, bk, d, rem, lane)
+                    else:
+                        for s in range(S):
                             d[s, lane] = 0.0
-                        for r in range(R):
-                            for lane in range(width):
-                                v = rems[r, lane]
-                                h = np.rint(v * fwd[s, j0 + lane])
-                                rems[r, lane] = v - h * back[s, j0 + lane]
-                                d[s, lane] += h
-                else:
-                    for lane in range(width):
-                        t = terms[k, j0 + lane]
-                        fine = True
-                        for r in range(R):
-                            if not abs(t[r]) <= _FINITE_MAX:
-                                fine = False
-                        if fine:
-                            for s in range(S):
-                                fw[s] = fwd[s, j0 + lane]
-                                bk[s] = back[s, j0 + lane]
-                            _raw_digits_entry(t, E[j0 + lane], beta, S, fw, bk, d, rem, lane)
-                        else:
-                            for s in range(S):
-                                d[s, lane] = 0.0
-                _carry_lanes(d, S, width, up, down)
+            for s in range(S - 1, 0, -1):
                 for lane in range(width):
-                    if abs(d[0, lane]) > half_top:
-                        over[c, j0 + lane] = True
-                for s in range(S):
-                    for lane in range(width):
-                        if d[s, lane] != 0:
-                            nonzero[c, s] = True
-                _residue_lanes(d, S, width, W, mod, minv, res[:, k, j0:j0 + width], acc)
+                    cy = np.rint(d[s, lane] * down)
+                    d[s, lane] = d[s, lane] - cy * up
+                    d[s - 1, lane] = d[s - 1, lane] + cy
+            if columns:
+                for lane in range(width):
+                    over[l0 + lane] |= np.uint8(abs(d[0, lane]) > half_top)
+            else:
+                for lane in range(width):
+                    row_over |= np.uint8(abs(d[0, lane]) > half_top)
+            for s in range(S):
+                flag = 0
+                for lane in range(width):
+                    flag |= np.uint8(d[s, lane] != 0)
+                    D[s, ob, l0 + lane] = d[s, lane]
+                nonzero[ob, s] |= flag
+        if not columns:
+            over[o] |= row_over
 
 
-_operand_rows_kernel = (njit(**OPTIONS)(_operand_rows_body), njit(**PARALLEL)(_operand_rows_body))
-_column_scales_kernel = (njit(**OPTIONS)(_column_scales_body), njit(**PARALLEL)(_column_scales_body))
-_operand_columns_kernel = (njit(**OPTIONS)(_operand_columns_body), njit(**PARALLEL)(_operand_columns_body))
+def _smod_body(x, r0, r1, mod, minv):
+    """x[i, r0:r1] = smod(x[i, r0:r1], m_i) in place, x (N, rows, cols): :func:`expansions.cpu.slices.smod`."""
+    N, rows, cols = x.shape
+    span = r1 - r0
+    for t in prange(N * span):
+        i, r = t // span, r0 + t % span
+        m, mi = mod[i], minv[i]
+        h = (m - 1) * 0.5
+        for j in range(cols):
+            x[i, r, j] = _smod(x[i, r, j], m, mi, h)
 
 
-def _column_factors(E, beta, S):
-    """fwd[s, j] = 2**((s+1) beta - E_j), back[s, j] = 2**(E_j - (s+1) beta) where those are normal
-    floats (else 0), and whether every one of column j's is."""
+_largest_kernel = (njit(**OPTIONS)(_largest_body), njit(**PARALLEL)(_largest_body))
+_digits_kernel = (njit(**OPTIONS)(_digits_body), njit(**PARALLEL)(_digits_body))
+_smod_kernel = (njit(**OPTIONS)(_smod_body), njit(**PARALLEL)(_smod_body))
+
+#: Elements (entries times digits and moduli) of one block of an operand's rows: its digits and
+#: residues stay in the caches between the digits kernel, the BLAS product with the weights and the
+#: reduction.
+OPERAND_BLOCK = 1 << 18
+
+
+def _factors(E, beta, S):
+    """fwd[s, x] = 2**((s+1) beta - E_x), back[s, x] = 2**(E_x - (s+1) beta) where those are normal
+    floats (else 0), and whether every one of x's is (the scalings of :func:`_pow2_or_zero`)."""
     s = np.arange(1, S + 1, dtype=np.int64)[:, None] * beta
     k_fwd, k_back = s - E[None, :], E[None, :] - s
-    normal = lambda k: (k >= -1022) & (k <= 1023)  # noqa: E731
-    fwd = np.where(normal(k_fwd), np.ldexp(1.0, np.clip(k_fwd, -1022, 1023)), 0.0)
-    back = np.where(normal(k_back), np.ldexp(1.0, np.clip(k_back, -1022, 1023)), 0.0)
-    return fwd, back, normal(k_fwd).all(axis=0) & normal(k_back).all(axis=0)
+    normal_fwd = (k_fwd >= -1022) & (k_fwd <= 1023)
+    normal_back = (k_back >= -1022) & (k_back <= 1023)
+    fwd = np.where(normal_fwd, np.ldexp(1.0, np.clip(k_fwd, -1022, 1023)), 0.0)
+    back = np.where(normal_back, np.ldexp(1.0, np.clip(k_back, -1022, 1023)), 0.0)
+    return fwd, back, normal_fwd.all(axis=0) & normal_back.all(axis=0)
 
 
 def modular_operand(terms, beta: int, S: int, top: int, weights, moduli, columns: bool):
-    """Compiled :func:`expansions.cpu.slices.modular_operand` (same arguments, results and bits): the
-    residues of B are computed in B's own layout (no transposed copy), its scales per column."""
+    """Compiled :func:`expansions.cpu.slices.modular_operand` (same arguments, results and bits), by
+    blocks of rows of the operand (of rows of B: its scales per column, its residues in its own
+    layout, no transposed copy): the digits (a compiled kernel), their weighted sums by the BLAS
+    (``weights @ digits``: integers whose every partial sum is below 2**52, exact in any order, as
+    the specification's ``tensordot``), the symmetric residues (a compiled kernel).  Rows (columns)
+    whose top digit is too large get E + 1 and the operand is computed again, as in the
+    specification."""
     terms = np.ascontiguousarray(terms, dtype=np.float64)
-    rows, cols, R = terms.shape
-    W = np.asarray(weights, dtype=np.float64).reshape(len(moduli), S)
+    outer, inner, R = terms.shape
+    N = len(moduli)
+    X = inner if columns else outer
+    W = np.asarray(weights, dtype=np.float64).reshape(N, S)
     mod = np.asarray(moduli, dtype=np.float64)
     minv = 1.0 / mod
-    res = np.empty((len(moduli), rows, cols), dtype=np.float64)
-    work = terms.size * (S + len(moduli))
-    if not columns:
-        E = np.empty(rows, dtype=np.int64)
-        nonzero = np.empty((rows, S), dtype=np.bool_)
-        bad = np.empty(rows, dtype=np.bool_)
-        _variant(_operand_rows_kernel, work)(terms, beta, S, top, W, mod, minv, res, E, nonzero, bad)
-        used_levels = nonzero.any(axis=0) if rows else np.zeros(S, dtype=np.bool_)
-        anybad = bool(bad.any())
-    else:
-        E = np.empty(cols, dtype=np.int64)
-        bad = np.empty(cols, dtype=np.bool_)
-        _variant(_column_scales_kernel, terms.size)(terms, beta, top, E, bad)
-        chunks = max(1, min(rows, 64))
-        over = np.empty((chunks, cols), dtype=np.bool_)
-        nonzero = np.empty((chunks, S), dtype=np.bool_)
-        for _ in range(64):
-            fwd, back, fast = _column_factors(E, beta, S)
-            _variant(_operand_columns_kernel, work)(terms, beta, S, top, W, mod, minv, E, fwd, back, fast & ~bad, res,
-                                                    over, nonzero)
-            raise_ = over.any(axis=0)
-            if not raise_.any():
-                break
-            E = E + raise_.astype(np.int64)
-        used_levels = nonzero.any(axis=0)
-        anybad = bool(bad.any())
+    res = np.empty((N, outer, inner), dtype=np.float64)
+    big = np.empty(X, dtype=np.float64)
+    bad = np.empty(X, dtype=np.bool_)
+    _variant(_largest_kernel, terms.size)(terms, columns, big, bad)
+    _, ex = np.frexp(big)
+    E = np.where(big != 0, ex.astype(np.int64) + 1, 0) + (beta - top)
+    rows = max(1, min(outer, OPERAND_BLOCK // max(1, (S + N) * inner)))
+    D = np.empty((S, rows, inner), dtype=np.float64)
+    over = np.zeros(X, dtype=np.uint8)
+    nonzero = np.zeros((rows, S), dtype=np.uint8)
+    digits, reduce = _variant(_digits_kernel, rows * inner * S), _variant(_smod_kernel, rows * inner * N)
+    for _ in range(64):
+        fwd, back, fast = _factors(E, beta, S)
+        fast = fast & ~bad
+        over[:] = 0
+        nonzero[:] = 0
+        for o0 in range(0, outer, rows):
+            o1 = min(outer, o0 + rows)
+            digits(terms, o0, o1, columns, beta, S, top, E, fwd, back, fast, D, over, nonzero)
+            np.matmul(W, D[:, :o1 - o0].reshape(S, -1), out=res[:, o0:o1].reshape(N, -1))
+            reduce(res, o0, o1, mod, minv)
+        if not over.any():
+            break
+        E = E + over.astype(np.int64)
+    used_levels = nonzero.any(axis=0)
     used = int(np.nonzero(used_levels)[0][-1]) + 1 if used_levels.any() else 0
-    return res, E, used, anybad
+    return res, E, used, bool(bad.any())
 
 
-def _modular_finish_body(G, mod, minv, unshift, garner, inverses, radix, lengths, cut, EA, EB, lb, R, g, c0, tiny, fast,
+def _modular_finish_body(G, mod, minv, unshift, garner, inverses, radix, start, cut, EA, EB, lb, R, g, c0, tiny, fast,
                          out):
     N, m, q = G.shape
     levels = radix.shape[1]
@@ -545,8 +502,17 @@ def _modular_finish_body(G, mod, minv, unshift, garner, inverses, radix, lengths
         cur = np.empty(k, out.dtype)
         srt = np.empty(k, out.dtype)
         e = np.empty(k, out.dtype)
-        ibits = np.empty(1, np.int64)
-        fbits = ibits.view(np.float64)
+        ok = np.empty(LANES, np.bool_)
+        stop = np.empty(LANES, np.bool_)
+        shift = np.empty(LANES, np.int64)
+        jo = np.empty(LANES, np.int64)
+        ch = np.empty((K, LANES), np.float64)
+        ev = np.empty((K, LANES), np.float64)
+        fp = np.empty((k, LANES), np.float64)
+        sv = np.empty(LANES, np.float64)
+        eps = np.empty(LANES, np.float64)
+        ib = np.empty(LANES, np.int64)
+        fb = ib.view(np.float64)
         for j0 in range(0, q, LANES):
             width = min(LANES, q - j0)
             for t in range(N):
@@ -558,113 +524,143 @@ def _modular_finish_body(G, mod, minv, unshift, garner, inverses, radix, lengths
                     u = unshift[t]
                     for lane in range(width):
                         v[t, lane] = _smod(v[t, lane] * u, mm, mi, h)
+            # Garner's digits and the level sums: sums of exact integers whose every partial sum is
+            # below 2**52 (the plan's bounds are on sums of magnitudes), so they are added four
+            # products at a time (fewer passes over the lanes): the same values, and a zero sum is +0.
             for t in range(1, N):
                 mm, mi = mod[t], minv[t]
                 h = (mm - 1) * 0.5
                 for lane in range(width):
                     x[lane] = 0.0
-                for jj in range(t):
+                jj = 0
+                while jj + 4 <= t:
+                    w0, w1, w2, w3 = garner[t, jj], garner[t, jj + 1], garner[t, jj + 2], garner[t, jj + 3]
+                    for lane in range(width):
+                        x[lane] += (v[jj, lane] * w0 + v[jj + 1, lane] * w1) + (v[jj + 2, lane] * w2
+                                                                               + v[jj + 3, lane] * w3)
+                    jj += 4
+                while jj < t:
                     w = garner[t, jj]
                     for lane in range(width):
                         x[lane] += v[jj, lane] * w
+                    jj += 1
                 inv = inverses[t]
                 for lane in range(width):
                     r = _smod(v[t, lane] - x[lane], mm, mi, h)
                     v[t, lane] = _smod(r * inv, mm, mi, h)
-            for lv in range(levels):
+            for top in range(levels):
+                lv = levels - 1 - top
                 for lane in range(width):
-                    acc[lv, lane] = 0.0
-            for t in range(N):
-                for lv in range(lengths[t]):
+                    acc[top, lane] = 0.0
+                t = start[lv]
+                while t + 4 <= N:
+                    p0, p1, p2, p3 = radix[t, lv], radix[t + 1, lv], radix[t + 2, lv], radix[t + 3, lv]
+                    for lane in range(width):
+                        acc[top, lane] += (v[t, lane] * p0 + v[t + 1, lane] * p1) + (v[t + 2, lane] * p2
+                                                                                    + v[t + 3, lane] * p3)
+                    t += 4
+                while t < N:
                     pd = radix[t, lv]
-                    top = levels - 1 - lv
                     for lane in range(width):
                         acc[top, lane] += v[t, lane] * pd
+                    t += 1
             for lv in range(levels - 1, 0, -1):
                 for lane in range(width):
                     c = np.rint(acc[lv, lane] * down)
                     acc[lv, lane] = acc[lv, lane] - c * up
                     acc[lv - 1, lane] = acc[lv - 1, lane] + c
+            # The fast path (float64 terms), LANES entries at a time without branches: the first
+            # round of renormalize_row where it is its result (the chunks' magnitudes do not
+            # increase, so its stable sort changes nothing; VecSum; VecSumErrBranch with each
+            # entry's output index and stop flag as lanes; its terms finite and ulp-nonoverlapping
+            # by its own test, the ulp from the exponent bits), then the scaling by a product with
+            # 2**shift where that is a normal float and the product neither overflows nor falls
+            # below the normal range (ldexp's one rounding, no second renormalization): the general
+            # path's operations on each entry, the same bits.  Other entries take the general path.
             for lane in range(width):
-                j = j0 + lane
-                shift = EA[i] + EB[j] - c0
-                # the fast path (float64 terms, written out here: a call with arrays costs more than
-                # the work): the first round of renormalize_row where it is its result (the nonzero
-                # chunks' magnitudes do not increase, so its stable sort only moves zeros last; the
-                # round's terms are finite and ulp-nonoverlapping by its test, the ulp from the
-                # exponent bits), and the scaling by a product with 2**shift where that is a normal
-                # float (ldexp's one rounding): the general path's operations, the same bits.
-                done = fast and -1022 <= shift <= 1023
-                if done:
-                    nz = 0
-                    for c_ in range(K):
-                        first = c_ * g
-                        last = min(first + g, kept) - 1
-                        f = acc[first, lane]
-                        for t in range(first + 1, last + 1):
-                            f = f * up + acc[t, lane]
-                        f = f * factor[c_]
-                        if f != 0:
-                            if nz > 0 and abs(f) > abs(srt[nz - 1]):
-                                done = False
-                            srt[nz] = f
-                            nz += 1
-                    for c_ in range(nz, K):
-                        srt[c_] = 0.0
-                if done:
-                    sv = srt[K - 1]
-                    for c_ in range(K - 2, -1, -1):
-                        sv, e[c_ + 1] = two_sum(srt[c_], sv)
-                    e[0] = sv
+                ok[lane] = fast
+                sh = EA[i] + EB[j0 + lane] - c0
+                shift[lane] = sh
+                ok[lane] &= (sh >= -1022) & (sh <= 1023)
+            if fast:
+                for c_ in range(K):
+                    first = c_ * g
+                    last = min(first + g, kept) - 1
+                    for lane in range(width):
+                        ch[c_, lane] = acc[first, lane]
+                    for t in range(first + 1, last + 1):
+                        for lane in range(width):
+                            ch[c_, lane] = ch[c_, lane] * up + acc[t, lane]
+                    fc = factor[c_]
+                    for lane in range(width):
+                        ch[c_, lane] = ch[c_, lane] * fc
+                for c_ in range(K - 1):
+                    for lane in range(width):
+                        ok[lane] &= abs(ch[c_, lane]) >= abs(ch[c_ + 1, lane])
+                for c_ in range(K):
+                    for lane in range(width):
+                        ok[lane] &= abs(ch[c_, lane]) <= _FINITE_MAX
+                for lane in range(width):
+                    sv[lane] = ch[K - 1, lane]
+                for c_ in range(K - 2, -1, -1):
+                    for lane in range(width):
+                        a_, b_ = ch[c_, lane], sv[lane]
+                        s_ = a_ + b_
+                        bb = s_ - a_
+                        ev[c_ + 1, lane] = (a_ - (s_ - bb)) + (b_ - bb)
+                        sv[lane] = s_
+                for lane in range(width):
+                    ev[0, lane] = sv[lane]
+                    eps[lane] = sv[lane]
+                    jo[lane] = 0
+                    stop[lane] = False
+                for t in range(k):
+                    for lane in range(width):
+                        fp[t, lane] = 0.0
+                for c_ in range(1, K):
+                    for lane in range(width):
+                        a_, b_ = eps[lane], ev[c_, lane]
+                        s_ = a_ + b_
+                        bb = s_ - a_
+                        en = (a_ - (s_ - bb)) + (b_ - bb)
+                        live = not stop[lane]
+                        for t in range(k):
+                            if live and jo[lane] == t:
+                                fp[t, lane] = s_
+                        brk = live and en != 0 and jo[lane] >= k - 1
+                        step = live and en != 0 and not brk
+                        if live:
+                            eps[lane] = en if en != 0 else s_
+                        jo[lane] += np.int64(step)
+                        stop[lane] = stop[lane] or brk
+                for lane in range(width):
                     for t in range(k):
-                        first_pass[t] = 0.0
-                    jo = 0
-                    eps = e[0]
-                    full = False
-                    for c_ in range(1, K):
-                        rj, eps_new = two_sum(eps, e[c_])
-                        first_pass[jo] = rj
-                        if eps_new != 0:
-                            if jo >= k - 1:
-                                full = True
-                                break
-                            jo += 1
-                            eps = eps_new
-                        else:
-                            eps = rj
-                    if not full:
-                        first_pass[jo] = eps
-                    for t in range(k):
-                        if not np.isfinite(first_pass[t]):
-                            done = False
-                    for t in range(1, k):
-                        if first_pass[t] != 0:
-                            fbits[0] = first_pass[t - 1]
-                            ex = (ibits[0] >> 52) & 0x7FF
-                            if ex == 0:
-                                ibits[0] = 1
-                            elif ex > 52:
-                                ibits[0] = (ex - 52) << 52
-                            else:
-                                ibits[0] = np.int64(1) << (ex - 1)
-                            if not abs(first_pass[t]) <= fbits[0]:
-                                done = False
-                if done:
-                    ibits[0] = (shift + 1023) << 52
-                    p2 = fbits[0]
-                    for r in range(R):
-                        w = first_pass[r] * p2
-                        scaled[r] = w
-                        if not np.isfinite(w) or (first_pass[r] != 0 and abs(w) < tiny):
-                            done = False
-                if done:
-                    for r in range(R):
-                        out[i, j, r] = scaled[r]
-                else:
+                        if not stop[lane] and jo[lane] == t:
+                            fp[t, lane] = eps[lane]
+                for t in range(k):
+                    for lane in range(width):
+                        ok[lane] &= abs(fp[t, lane]) <= _FINITE_MAX
+                for t in range(1, k):
+                    for lane in range(width):
+                        fb[lane] = fp[t - 1, lane]
+                    for lane in range(width):
+                        ex = (ib[lane] >> 52) & 0x7FF
+                        ib[lane] = np.int64(1) if ex == 0 else ((ex - 52) << 52 if ex > 52 else np.int64(1) << (ex - 1))
+                    for lane in range(width):
+                        ok[lane] &= (fp[t, lane] == 0) | (abs(fp[t, lane]) <= fb[lane])
+                for lane in range(width):
+                    ib[lane] = (shift[lane] + 1023) << 52
+                for r in range(R):
+                    for lane in range(width):
+                        w = fp[r, lane] * fb[lane]
+                        ok[lane] &= (abs(w) <= _FINITE_MAX) & ((fp[r, lane] == 0) | (abs(w) >= tiny))
+                        out[i, j0 + lane, r] = w
+            for lane in range(width):
+                if not ok[lane]:
                     for lv in range(kept):
                         dig[lv] = acc[lv, lane]
-                    _finish_entry(dig, kept, g, factor, K, k, R, shift, tiny, up, out[i, j], chunks, first_pass,
-                                  scaled, cur, srt, e)
+                    _finish_entry(dig, kept, g, factor, K, k, R, shift[lane], tiny, up, out[i, j0 + lane], chunks,
+                                  first_pass, scaled, cur, srt, e)
 
 
 _modular_finish_kernel = (njit(**OPTIONS)(_modular_finish_body), njit(**PARALLEL)(_modular_finish_body))
@@ -683,10 +679,12 @@ def modular_finish(G, setup, EA, EB, R: int, dtype, p: int, emin: int, renormali
     mod = np.asarray(setup.moduli, dtype=np.float64)
     kernel = _variant(_modular_finish_kernel, G.size * (N + setup.levels))
     radix = np.asarray(setup.radix, dtype=np.float64).reshape(N, setup.levels)
-    lengths = np.array([max((lv + 1 for lv in range(setup.levels) if d[lv] != 0), default=0) for d in setup.radix],
-                       dtype=np.int64)
+    # start[l]: the first modulus whose P_i has a digit at level l (P_i grows with i)
+    lengths = [max((lv + 1 for lv in range(setup.levels) if d[lv] != 0), default=0) for d in setup.radix]
+    start = np.array([min([t for t in range(N) if lengths[t] > lv], default=N) for lv in range(setup.levels)],
+                     dtype=np.int64)
     kernel(G, mod, 1.0 / mod, np.asarray(setup.unshift, dtype=np.float64),
            np.asarray(setup.garner, dtype=np.float64).reshape(N, N), np.asarray(setup.inverses, dtype=np.float64),
-           radix, lengths, setup.cut, (EA + (setup.low_exponent + T * lb)).astype(np.int64), EB.astype(np.int64), lb, R,
+           radix, start, setup.cut, (EA + (setup.low_exponent + T * lb)).astype(np.int64), EB.astype(np.int64), lb, R,
            max(1, p // lb), emin + T * lb, 2.0**emin, out.dtype == np.float64, out)
     return out
