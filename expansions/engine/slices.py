@@ -458,7 +458,7 @@ def modular_operand(terms, beta: int, S: int, top: int, weights, moduli, columns
     D = np.empty((S, rows, inner), dtype=np.float64)
     over = np.zeros(X, dtype=np.uint8)
     nonzero = np.zeros((rows, S), dtype=np.uint8)
-    digits, reduce = _variant(_digits_kernel, rows * inner * S), _variant(_smod_kernel, rows * inner * N)
+    digits, reduce = _variant(_digits_kernel, terms.size * S), _variant(_smod_kernel, res.size)
     for _ in range(64):
         fwd, back, fast = _factors(E, beta, S)
         fast = fast & ~bad
