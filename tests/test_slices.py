@@ -213,7 +213,8 @@ def test_smod_is_the_symmetric_residue():
     for m in (3, 5, 4194301, max(bounds.modular_plan(1000, 2, FLOAT64).moduli), 8388593):
         h = (m - 1) // 2
         ints = [0, 1, -1, h, -h, h + 1, -h - 1, 2**52, -(2**52), 2**52 - 1]
-        ints += [k * m + d for k in rng.integers(-(2**52) // m, 2**52 // m, 40).tolist() for d in (-h - 1, -h, 0, h, h + 1)]
+        ints += [k * m + d for k in rng.integers(-(2**52) // m, 2**52 // m, 40).tolist()
+                 for d in (-h - 1, -h, 0, h, h + 1)]
         ints += rng.integers(-(2**52), 2**52, 200).tolist()
         ints = [i for i in ints if abs(i) <= 2**52]
         x = np.array(ints + [-0.0], dtype=np.float64)
@@ -282,7 +283,7 @@ def test_digits_in_use_need_fewer_products():
                        (B.T, B, pl.gemms)):
         calls = []
 
-        def counting(a, b):
+        def counting(a, b, calls=calls):
             calls.append(1)
             return a @ b
 
