@@ -45,14 +45,16 @@ def _scales(terms) -> list:
     return out
 
 
-def worst_ratio(A: ex.ExpansionArray, B: ex.ExpansionArray, C: ex.ExpansionArray, raise_rows: int = 0) -> Fraction:
+def worst_ratio(A: ex.ExpansionArray, B: ex.ExpansionArray, C: ex.ExpansionArray, raise_rows: int = 0,
+                scheme: str | None = None) -> Fraction:
     """max over the entries of |C - exact| / bound (bounds.matmul_slices), exactly; an exact value
     beyond the format's largest number (by more than a relative 2**-20) must be +-inf there, one below
     it (by as much) finite.  ``raise_rows`` adds to every scale (for operands that are not
-    ulp-nonoverlapping, whose scales the slicing may raise)."""
+    ulp-nonoverlapping, whose scales the slicing may raise); ``scheme``: the slicing that computed C
+    (default: the default one)."""
     n = A.shape[1]
     R, fmt = C.nterms, format_of(C.dtype)
-    bd = bounds.matmul_slices(n, R, fmt)
+    bd = bounds.matmul_slices(n, R, fmt, scheme)
     exact = _fr(A).dot(_fr(B))
     lead = C.terms[..., 0]
     EA = _scales(A.terms)
@@ -130,6 +132,168 @@ def test_truncation_formula_against_direct_sums():
     assert bounds.slice_truncation(beta, S, T, R) == v * (bar + v) + bar * v + dropped
 
 
+@pytest.mark.parametrize("R", [2, 3, 4, 8, 16])
+@pytest.mark.parametrize("fmt", [FLOAT64, FLOAT32])
+def test_modular_plan_is_the_smallest_meeting_the_target(R, fmt):
+    """The modular plan: within the target; one bit fewer per entry cannot be (its remainders alone
+    exceed 15/16 of the target, whatever the digits); enough primes and not one more; every sum the
+    scheme forms is an integer below 2**52 (the products of residue matrices, the residue sums, the
+    Garner sums, the level sums); the levels hold (M - 1)/2 with a balanced top digit; one more
+    dropped level would exceed the target."""
+    for n in (10, 1000):
+        pl = bounds.modular_plan(n, R, fmt)
+        target = Fraction(1, 2 ** ((fmt.p - 1) * R + 4))
+        assert pl.truncation <= target
+        assert Fraction(R, 2) * Fraction(1, 2 ** (pl.bits - 1)) > target * Fraction(15, 16)
+        assert pl.bits == pl.top + (pl.slices - 1) * pl.beta and 1 <= pl.top <= pl.beta <= 26
+        assert all(m % 2 and all(m % d for d in range(3, math.isqrt(m) + 1, 2)) for m in pl.moduli)
+        assert len(set(pl.moduli)) == pl.gemms
+        amax = pl.entry_max
+        assert amax == max(abs(sum(d * 2 ** ((pl.slices - 1 - s) * pl.beta) for s, d in enumerate(ds)))
+                           for ds in ([2 ** (pl.top - 1)] + [2 ** (pl.beta - 1)] * (pl.slices - 1),))
+        assert math.prod(pl.moduli) >= 2 * n * amax**2 + 1 > math.prod(pl.moduli[:-1])
+        h = (max(pl.moduli) - 1) // 2
+        assert n * h * h <= 2**52 and pl.slices * 2 ** (pl.beta - 1) * h <= 2**52
+        assert (pl.gemms - 1) * h * h + h <= 2**52
+        radix = pl.setup().radix
+        assert pl.gemms * h * max(abs(d) for r in radix for d in r) <= 2**52
+        M = math.prod(pl.moduli)
+        assert (M - 1) // 2 <= (2 ** (pl.level_bits - 1) - 1) * 2 ** ((pl.levels - 1) * pl.level_bits)
+        more = bounds.modular_truncation(n, pl.bits, pl.beta, pl.slices, pl.top, R, pl.level_bits, pl.cut + 1)
+        assert more > target or pl.cut + 2 >= pl.levels
+
+
+def test_modular_truncation_formula_against_direct_sums():
+    """modular_truncation for a small case, from its terms computed independently."""
+    n, bits, beta, S, top, R, lb, cut = 5, 7, 3, 3, 1, 2, 4, 1
+    amax = 1 * 2**6 + 4 * 2**3 + 4  # digits 2**(top-1), 2**(beta-1), 2**(beta-1)
+    v = Fraction(R, 2) / 2**bits
+    a = Fraction(amax, 2**bits)
+    dropped = Fraction(8, n) / 2 ** (2 * bits)  # one balanced digit of 4 bits: at most 8
+    assert bounds.modular_truncation(n, bits, beta, S, top, R, lb, cut) == v * (2 * a + v) + dropped
+
+
+def _python_garner(st, residues):
+    """C'' from the residues of C' = 2**shift C'' by the setup's tables, in Python integers."""
+    v = []
+    for i, m in enumerate(st.moduli):
+        c = (residues[i] * st.unshift[i]) % m
+        x = sum(v[j] * st.garner[i][j] for j in range(i))
+        t = ((c - x) * st.inverses[i]) % m
+        v.append(t - m if t > (m - 1) // 2 else t)
+    return sum(vi * sum(d << (lv * st.level_bits) for lv, d in enumerate(st.radix[i])) for i, vi in enumerate(v))
+
+
+@pytest.mark.parametrize("R", [2, 4])
+def test_modular_setups_reconstruct_every_product(R):
+    """Every setup's tables (the residues' unshift, Garner's constants, the radix digits) give back
+    any integer C'' with |C''| <= (M - 1)/2 from the residues of 2**shift C'', in exact integers; the
+    setup for fewer digits in use needs fewer moduli and keeps the plan's dropped bits or fewer."""
+    pl = bounds.modular_plan(300, R, FLOAT64)
+    rng = np.random.default_rng(R)
+    for sa, sb in ((pl.slices, pl.slices), (2, pl.slices), (pl.slices - 1, 1), (1, 1)):
+        st = pl.setup(sa, sb)
+        M = math.prod(st.moduli)
+        assert st.moduli == pl.moduli[:st.gemms] and M >= 2 * 300 * bounds.entry_max(pl.beta, sa, pl.top) * \
+            bounds.entry_max(pl.beta, sb, pl.top) + 1
+        assert st.shift == (2 * pl.slices - sa - sb) * pl.beta
+        assert st.cut == 0 or st.cut * st.level_bits + st.shift <= pl.cut * pl.level_bits  # drops no more
+        assert st.levels - st.cut >= 2
+        half = (M - 1) // 2
+        for C in [0, 1, -1, half, -half, *(int(rng.integers(-2**62, 2**62)) * half // 2**62 for _ in range(20))]:
+            assert _python_garner(st, [(C << st.shift) % m for m in st.moduli]) == C
+
+
+def test_smod_is_the_symmetric_residue():
+    """smod (specification and engine) against Python's integers: every integer of magnitude up to
+    2**52, near multiples of m and half-multiples, zeros of both signs (+0 out)."""
+    from expansions.engine import slices as compiled
+
+    rng = np.random.default_rng(4)
+    for m in (3, 5, 4194301, max(bounds.modular_plan(1000, 2, FLOAT64).moduli), 8388593):
+        h = (m - 1) // 2
+        ints = [0, 1, -1, h, -h, h + 1, -h - 1, 2**52, -(2**52), 2**52 - 1]
+        ints += [k * m + d for k in rng.integers(-(2**52) // m, 2**52 // m, 40).tolist()
+                 for d in (-h - 1, -h, 0, h, h + 1)]
+        ints += rng.integers(-(2**52), 2**52, 200).tolist()
+        ints = [i for i in ints if abs(i) <= 2**52]
+        x = np.array(ints + [-0.0], dtype=np.float64)
+        want = np.array([((i + h) % m) - h for i in ints] + [0], dtype=np.float64)
+        got = spec.smod(x, float(m), 1.0 / m)
+        assert np.array_equal(bits(got), bits(want)), m
+        if engine.available():
+            y = x.reshape(1, 1, -1).copy()
+            compiled._smod_kernel[0](y, 0, 1, np.array([float(m)]), np.array([1.0 / m]))
+            assert np.array_equal(bits(y.reshape(-1)), bits(want)), m
+
+
+def test_modular_levels_are_the_exact_product():
+    """The specification's residues, products of residue matrices and Garner levels against the
+    exact integer product A' B' (Python integers)."""
+    pl = bounds.modular_plan(9, 3, FLOAT64)
+    st = pl.setup()
+    rng = np.random.default_rng(2)
+    S, beta = pl.slices, pl.beta
+    D = rng.integers(-(2 ** (beta - 1)), 2 ** (beta - 1) + 1, size=(S, 4, 9)).astype(np.float64)
+    D[0] = rng.integers(-(2 ** (pl.top - 1)), 2 ** (pl.top - 1) + 1, size=(4, 9))
+    D[:, 1, :] = np.where(np.arange(S)[:, None] == 0, 2.0 ** (pl.top - 1), 2.0 ** (beta - 1))  # a full row
+    E = rng.integers(-(2 ** (beta - 1)), 2 ** (beta - 1) + 1, size=(S, 9, 3)).astype(np.float64)
+    E[0] = rng.integers(-(2 ** (pl.top - 1)), 2 ** (pl.top - 1) + 1, size=(9, 3))
+    E[:, :, 2] = np.where(np.arange(S)[:, None] == 0, 2.0 ** (pl.top - 1), 2.0 ** (beta - 1))
+    ra = spec.residues(D, st.weights, st.moduli)
+    rb = spec.residues(E, st.weights, st.moduli)
+    G = np.stack([ra[i] @ rb[i] for i in range(st.gemms)])
+    acc = spec.modular_levels(G, st.moduli, st.unshift, st.garner, st.inverses, st.radix)
+    value = lambda a: sum(int(a[lv]) << ((acc.shape[0] - 1 - lv) * st.level_bits) for lv in range(acc.shape[0]))  # noqa: E731
+    ints = lambda X: np.array([[sum(int(X[s, i, j]) << ((S - 1 - s) * beta) for s in range(S))  # noqa: E731
+                                for j in range(X.shape[2])] for i in range(X.shape[1])], dtype=object)
+    exact = ints(D).dot(ints(E))
+    for i in range(4):
+        for j in range(3):
+            assert value(acc[:, i, j]) == exact[i, j]
+
+
+@pytest.mark.parametrize("R", [2, 3, 4, 8])
+def test_default_scheme(R):
+    """The default slicing: the modular one for every float64 case (fewer products), the one with
+    fewer products where both fit (ties: levels), the one that fits where one does not."""
+    for n in (16, 1000):
+        assert bounds.default_slice_scheme(n, R, FLOAT64) == "modular"
+        assert bounds.modular_plan(n, R, FLOAT64).gemms < bounds.slice_plan(n, R, FLOAT64).gemms
+    for n in (16, 1000, 10**5):
+        fits = {sc: slices.supported(n, R, "float32", sc) for sc in slices.SCHEMES}
+        if not any(fits.values()):
+            continue
+        got = bounds.default_slice_scheme(n, R, FLOAT32)
+        if all(fits.values()):
+            g = bounds.modular_plan(n, R, FLOAT32).gemms, bounds.slice_plan(n, R, FLOAT32).gemms
+            assert got == ("modular" if g[0] < g[1] else "levels")
+        else:
+            assert fits[got]
+
+
+def test_digits_in_use_need_fewer_products():
+    """float64 data promoted to R = 2 uses 3 of the 5 digits of the plan: fewer moduli (products of
+    residue matrices counted), the same bits from the specification and within the bound."""
+    rng = np.random.default_rng(8)
+    A = ex.array(rng.standard_normal((20, 40)), terms=2)
+    B = ex.from_terms(random_terms((40, 10), 2, seed=3))
+    pl = bounds.modular_plan(40, 2, FLOAT64)
+    for x, y, want in ((A, B, pl.setup(3, pl.slices).gemms), (A, ex.array(A.T, terms=2), pl.setup(3, 3).gemms),
+                       (B.T, B, pl.gemms)):
+        calls = []
+
+        def counting(a, b, calls=calls):
+            calls.append(1)
+            return a @ b
+
+        got = _terms_product(x, y, gemm=counting, scheme="modular")
+        assert len(calls) == want <= pl.gemms
+        assert np.array_equal(bits(got), bits(_terms_product(x, y, steps=_twin_steps(), scheme="modular")))
+        assert worst_ratio(x, y, ex.from_terms(got), scheme="modular") <= 1
+    assert pl.setup(3, 3).gemms < pl.setup(3, pl.slices).gemms < pl.gemms
+
+
 # ----------------------------------------------------------------------------------------------
 # engine against the specification, bit for bit
 
@@ -150,30 +314,46 @@ def _adversarial(R, dt, seed):
     return ex.from_terms(A), ex.from_terms(B)
 
 
+def _short(R, dt, seed):
+    """Operands of few significant bits: float64 (float32) data promoted to R terms, small integers,
+    exact zeros, one-bit entries: exact products with zero low digits and chunks, zero rounding
+    errors in the renormalization, few digits in use."""
+    rng = np.random.default_rng(seed)
+    A = ex.array(rng.standard_normal((7, 13)).astype(dt), terms=R, dtype=dt)
+    ints = rng.integers(-40, 41, size=(13, 6)).astype(dt)
+    ints[2] = 0
+    ints[:, 4] = np.ldexp(1.0, rng.integers(-30, 30, 13)).astype(dt)
+    return A, ex.array(ints, terms=R, dtype=dt)
+
+
 @needs_engine
 @pytest.mark.parametrize("R", [2, 3, 4, 8])
 @pytest.mark.parametrize("dt", ["float64", "float32"])
 @pytest.mark.parametrize("parallel", [False, True])
-def test_engine_steps_are_the_specification(R, dt, parallel, monkeypatch):
-    """Both compilations of every compiled step (serial below PARALLEL_FROM, parallel above)."""
+@pytest.mark.parametrize("scheme", ["modular", "levels"])
+def test_engine_steps_are_the_specification(R, dt, parallel, scheme, monkeypatch):
+    """Both compilations of every compiled step (serial below PARALLEL_FROM, parallel above), both
+    slicings, on random, adversarial and short operands."""
     from expansions.engine import slices as compiled
 
-    if not slices.supported(12, R, dt):
+    if not slices.supported(12, R, dt, scheme):
         pytest.skip("float32 with this R exceeds the format's range")
     monkeypatch.setattr(compiled, "PARALLEL_FROM", 0 if parallel else 1 << 60)
     engine_steps = slices._steps(np) if backends.cpu_backend().name == "engine" else None
     if engine_steps is None:
         pytest.skip("the CPU backend is the twins")
     for seed in (1, 2):
-        for A, B in (_adversarial(R, dt, 10 * seed), _pair(11, 17, 5, R, dt, seed, exponent_range=(-40, 40))):
-            got = _terms_product(A, B, steps=engine_steps)
-            want = _terms_product(A, B, steps=_twin_steps())
+        for A, B in (_adversarial(R, dt, 10 * seed), _pair(11, 17, 5, R, dt, seed, exponent_range=(-40, 40)),
+                     _short(R, dt, seed)):
+            got = _terms_product(A, B, steps=engine_steps, scheme=scheme)
+            want = _terms_product(A, B, steps=_twin_steps(), scheme=scheme)
             assert np.array_equal(bits(got), bits(want)), (R, dt, seed)
 
 
 @needs_engine
 @pytest.mark.parametrize("R", [2, 3])
-def test_extreme_scales(R):
+@pytest.mark.parametrize("scheme", ["modular", "levels"])
+def test_extreme_scales(R, scheme):
     """Rows of A near the underflow threshold (subnormal terms, scales 2**(E - s beta) below 2**-1022)
     against columns of B near the overflow threshold: normal products, every scaling path of the
     slicing taken; the compiled steps give the specification's bits and the bound holds."""
@@ -181,9 +361,9 @@ def test_extreme_scales(R):
     B = ex.from_terms(random_terms((9, 4), R, seed=80 + R, exponent_range=(1000, 1015)))
     for x, y in ((A, B), (ex.from_terms(np.ascontiguousarray(np.swapaxes(B.terms, 0, 1))),
                           ex.from_terms(np.ascontiguousarray(np.swapaxes(A.terms, 0, 1))))):
-        got = _terms_product(x, y)
-        assert np.array_equal(bits(got), bits(_terms_product(x, y, steps=_twin_steps())))
-        assert worst_ratio(x, y, ex.from_terms(got)) <= 1
+        got = _terms_product(x, y, scheme=scheme)
+        assert np.array_equal(bits(got), bits(_terms_product(x, y, steps=_twin_steps(), scheme=scheme)))
+        assert worst_ratio(x, y, ex.from_terms(got), scheme=scheme) <= 1
         assert np.isfinite(got).all() and (got[..., 0] != 0).all()
 
 
@@ -216,35 +396,40 @@ def test_engine_split_raises_the_scale_as_the_specification():
 
 @pytest.mark.parametrize("R", [2, 3, 4])
 @pytest.mark.parametrize("dt", ["float64", "float32"])
-def test_within_bound_random_and_wide(R, dt):
+@pytest.mark.parametrize("scheme", ["modular", "levels"])
+def test_within_bound_random_and_wide(R, dt, scheme):
     for seed, kw in ((1, {}), (2, {"exponent_range": (-60, 60)}), (3, {"p_zero": 0.4, "p_ulp": 0.3})):
         A, B = _pair(6, 19, 5, R, dt, seed, **kw)
-        C = slices.matmul(A, B)
+        C = ex.from_terms(_terms_product(A, B, scheme=scheme))
         assert C.nterms == R and C.dtype == np.dtype(dt)
-        assert worst_ratio(A, B, C) <= 1
+        assert worst_ratio(A, B, C, scheme=scheme) <= 1
 
 
 @pytest.mark.parametrize("R", [2, 4, 8])
-def test_within_bound_adversarial(R):
+@pytest.mark.parametrize("scheme", ["modular", "levels"])
+def test_within_bound_adversarial(R, scheme):
     for dt in ("float64", "float32"):
-        if not slices.supported(12, R, dt):
+        if not slices.supported(12, R, dt, scheme):
             continue
-        A, B = _adversarial(R, dt, R)
-        assert worst_ratio(A, B, slices.matmul(A, B)) <= 1
+        for A, B in (_adversarial(R, dt, R), _short(R, dt, R)):
+            C = ex.from_terms(_terms_product(A, B, scheme=scheme))
+            assert worst_ratio(A, B, C, scheme=scheme) <= 1
 
 
-def test_the_bound_is_tight_for_full_digits():
+@pytest.mark.parametrize("scheme", ["modular", "levels"])
+def test_the_bound_is_tight_for_full_digits(scheme):
     """Entries whose slices are all full (digits 2**(beta-1) - 1, as far as R terms hold them): the
-    dropped pairs are as large as the operands allow, and the observed error is within 2**15 of the
-    proven bound (the slack: the scale 2**(E+F) is up to 16 times the rows' and columns' largest
-    entries, and R-term operands hold only the first ~(p-1)R/beta of the T - 1 digits the plan cuts)."""
+    dropped pairs (levels) or digits (modular) are as large as the operands allow, the exact product
+    is as large as the moduli must hold (every product positive), and the observed error is within
+    2**15 of the proven bound (the slack: the scale 2**(E+F) is up to 16 times the rows' and columns'
+    largest entries, and R-term operands hold only the first ~(p-1)R/beta of the digits the plan
+    cuts)."""
     n, R = 64, 2
-    plan = bounds.slice_plan(n, R, FLOAT64)
-    beta = plan.beta
-    full = sum(Fraction(2 ** (beta - 1) - 1, 2 ** (s * beta)) for s in range(1, 3 * plan.slices))
+    beta = bounds.slice_plan(n, R, FLOAT64).beta
+    full = sum(Fraction(2 ** (beta - 1) - 1, 2 ** (s * beta)) for s in range(1, 20))
     A = ex.array(np.full((2, n), full, dtype=object), terms=R)
     B = ex.from_terms(np.ascontiguousarray(np.swapaxes(A.terms, 0, 1)))
-    ratio = worst_ratio(A, B, slices.matmul(A, B))
+    ratio = worst_ratio(A, B, ex.from_terms(_terms_product(A, B, scheme=scheme)), scheme=scheme)
     assert Fraction(1, 2**16) <= ratio <= 1, float(ratio)
 
 
@@ -320,22 +505,32 @@ def test_operands_that_are_not_ulp_nonoverlapping():
 
 
 @pytest.mark.parametrize("R", [2, 3])
-def test_exact_integer_products_give_the_same_bits(R):
+@pytest.mark.parametrize("scheme", ["modular", "levels"])
+def test_exact_integer_products_give_the_same_bits(R, scheme):
     """The BLAS against exact integer products (NumPy's int64 matmul, the emulation of cuBLAS on
     integer slices), and the specification's steps against the default ones."""
     A, B = _pair(13, 40, 9, R, "float64", 20 + R, exponent_range=(-30, 30))
-    want = _terms_product(A, B)
-    assert np.array_equal(bits(_terms_product(A, B, gemm=_exact_integer_gemm)), bits(want))
-    assert np.array_equal(bits(_terms_product(A, B, gemm=_exact_integer_gemm, steps=_twin_steps())), bits(want))
+    want = _terms_product(A, B, scheme=scheme)
+    assert np.array_equal(bits(_terms_product(A, B, gemm=_exact_integer_gemm, scheme=scheme)), bits(want))
+    assert np.array_equal(bits(_terms_product(A, B, gemm=_exact_integer_gemm, steps=_twin_steps(), scheme=scheme)),
+                          bits(want))
 
 
-def test_tiles_do_not_change_the_bits(monkeypatch):
+@pytest.mark.parametrize("scheme", ["modular", "levels"])
+def test_tiles_do_not_change_the_bits(scheme, monkeypatch):
+    """Blocks of operand rows and columns, and of result rows, on random and on short operands
+    (whose digits in use, and so the moduli of the modular product, are those of the whole
+    operands, not of a block)."""
     A, B = _pair(21, 30, 17, 2, "float64", 31, exponent_range=(-20, 20))
-    want = _terms_product(A, B)
-    monkeypatch.setattr(slices, "TILE_BYTES", 8 * 30 * 5 * 4)  # digit blocks of 4 rows, 4 columns
-    assert np.array_equal(bits(_terms_product(A, B)), bits(want))
-    monkeypatch.setattr(slices, "ACC_BYTES", 8 * 8 * 3)  # accumulators of one row at a time
-    assert np.array_equal(bits(_terms_product(A, B)), bits(want))
+    S, T = _short(2, "float64", 5)
+    want = _terms_product(A, B, scheme=scheme), _terms_product(S, T, scheme=scheme)
+    per = bounds.modular_plan(30, 2, FLOAT64).gemms if scheme == "modular" else bounds.slice_plan(30, 2, FLOAT64).slices
+    monkeypatch.setattr(slices, "TILE_BYTES", 8 * 30 * per * 4)  # blocks of 4 rows, 4 columns
+    assert np.array_equal(bits(_terms_product(A, B, scheme=scheme)), bits(want[0]))
+    monkeypatch.setattr(slices, "TILE_BYTES", 8 * 13 * per * 2)  # blocks of 2 rows, 2 columns
+    assert np.array_equal(bits(_terms_product(S, T, scheme=scheme)), bits(want[1]))
+    monkeypatch.setattr(slices, "ACC_BYTES", 8 * 8 * 3)  # one row of the result at a time
+    assert np.array_equal(bits(_terms_product(A, B, scheme=scheme)), bits(want[0]))
 
 
 def test_transposition_and_row_order():

@@ -52,7 +52,7 @@ def _digits(terms, E, beta: int, S: int):
     return D
 
 
-def split(terms, beta: int, S: int):
+def split(terms, beta: int, S: int, top: int | None = None):
     """Slices of the rows of ``terms`` (rows, n, R) float64, finite: ``(D, E, nonzero)`` with D
     (S, rows, n) float64 integer digits, |D| <= 2**(beta-1), E (rows,) int64, and ``nonzero`` a list
     of S bools, whether each digit matrix has a nonzero entry, such that for every element
@@ -64,13 +64,18 @@ def split(terms, beta: int, S: int):
     E is 1 + the largest exponent e (2**(e-1) <= |t| < 2**e) of the row's terms (0 for a zero row),
     so each term is below 2**(E - 1); a row whose top digit still exceeds 2**(beta-1) after the
     carries (only possible when its terms are not ulp-nonoverlapping and add up beyond 2**(E-1)) gets
-    E + 1 and is cut again, at most log2(R) + 1 times."""
+    E + 1 and is cut again, at most log2(R) + 1 times.
+
+    ``top`` (the modular scheme's first digit, default beta): the scale is E + beta - top instead
+    and the first digit is held to |D[0]| <= 2**(top-1) (so the first digit has ``top`` bits and
+    the last digit's unit is 2**(E - (top + (S-1) beta)), E before the shift)."""
     xp = array_module(terms)
+    top = beta if top is None else top
     _, ex = xp.frexp(terms)
     ex = xp.where(terms != 0, ex, _NO_EXPONENT)
-    top = ex.reshape(ex.shape[0], -1).max(axis=1) if ex.size else xp.zeros(ex.shape[0], dtype=ex.dtype)
-    E = xp.where(top > _NO_EXPONENT, top + 1, 0).astype(xp.int64)
-    half = 2.0 ** (beta - 1)
+    high = ex.reshape(ex.shape[0], -1).max(axis=1) if ex.size else xp.zeros(ex.shape[0], dtype=ex.dtype)
+    E = xp.where(high > _NO_EXPONENT, high + 1, 0).astype(xp.int64) + (beta - top)
+    half = 2.0 ** (top - 1)
     while True:
         D = _digits(terms, E, beta, S)
         over = (xp.abs(D[0]) > half).any(axis=1) if D.shape[2] else xp.zeros(E.shape, dtype=bool)
@@ -120,18 +125,21 @@ def chunk_terms(acc, beta: int, g: int, c0: int, dtype):
     return xp.stack(out)
 
 
-def finish(acc, EA, EB, beta: int, R: int, dtype, p: int, emin: int, renormalize):
-    """The R-term result (m, q, R) of ``dtype`` from the exact accumulators acc (T+2, m, q) of a
-    slice product with row scales EA (m,) and column scales EB (q,): :func:`carry`, the terms of
-    :func:`chunk_terms` (scale c0 = emin + T beta: the lowest level's unit is the smallest normal
-    number), ``renormalize`` (the library's, error-free into K terms), the first R of them scaled by
-    2**(E_i + F_j - c0); where that scaling rounded (a term below the normal range) or overflowed, the
-    R terms are renormalized again (error-free), elsewhere they are ulp-nonoverlapping already.
-    ``renormalize(x, R)`` takes (N, k) terms (the caller's device backend's)."""
+def finish(acc, EA, EB, beta: int, R: int, dtype, p: int, emin: int, renormalize, cut: int = 0):
+    """The R-term result (m, q, R) of ``dtype`` from the exact accumulators acc (L, m, q) of a
+    slice product with row scales EA (m,) and column scales EB (q,): :func:`carry`, the ``cut``
+    lowest levels dropped, the terms of :func:`chunk_terms` of the kept ones (T + 2 = L - cut levels,
+    scale c0 = emin + T beta: the lowest kept level's unit is the smallest normal number),
+    ``renormalize`` (the library's, error-free into K terms), the first R of them scaled by
+    2**(E_i + F_j - c0) (the lowest kept level's unit is 2**(E_i + F_j - T beta)); where that scaling
+    rounded (a term below the normal range) or overflowed, the R terms are renormalized again
+    (error-free), elsewhere they are ulp-nonoverlapping already.  ``renormalize(x, R)`` takes (N, k)
+    terms (the caller's device backend's)."""
     xp = array_module(acc)
+    carry(acc, beta)
+    acc = acc[:acc.shape[0] - cut]
     T = acc.shape[0] - 2
     m, q = acc.shape[1], acc.shape[2]
-    carry(acc, beta)
     g = max(1, p // beta)
     c0 = emin + T * beta
     chunks = chunk_terms(acc, beta, g, c0, dtype)  # (K, m, q)
@@ -146,6 +154,94 @@ def finish(acc, EA, EB, beta: int, R: int, dtype, p: int, emin: int, renormalize
     if bool(redo.any()):
         scaled[redo] = renormalize(xp.ascontiguousarray(scaled[redo]), R)
     return scaled.reshape(m, q, R)
+
+
+def smod(x, m, minv):
+    """The symmetric residues of the integers x (float64, |x| <= 2**52) modulo the odd moduli m
+    (broadcast against x; ``minv`` = 1.0 / m, rounded): in [-(m-1)/2, (m-1)/2], +0 for 0.  Exact: the
+    quotient q = rint(x minv) is within one of x/m, so q m (below 2**53) and x - q m are exact, and
+    one correction brings the remainder into the range; the result is the unique symmetric residue,
+    whatever rounded the quotient."""
+    xp = array_module(x)
+    h = (m - 1) * 0.5
+    q = xp.rint(x * minv)
+    r = x - q * m
+    r = xp.where(r > h, r - m, r)
+    return xp.where(r < -h, r + m, r)
+
+
+def residues(D, weights, moduli):
+    """The symmetric residues (N, rows, n) of the integers A' = sum_s D[s] 2**((S-1-s) beta) of the
+    digits D (S, rows, n) of :func:`split`, modulo each of the N ``moduli``: ``smod(sum_s D[s] w[i][s])``
+    with ``weights`` w[i][s] = 2**((S-1-s) beta) mod m_i (symmetric); every partial sum is an integer
+    below 2**52 (:func:`expansions.bounds.modular_plan` checks it), so the sum is exact in any order."""
+    xp = array_module(D)
+    S = D.shape[0]
+    w = xp.asarray(weights, dtype=xp.float64).reshape(len(moduli), S)
+    m = xp.asarray(moduli, dtype=xp.float64).reshape(-1, 1, 1)
+    acc = xp.tensordot(w, D, axes=(1, 0)) if S else xp.zeros((len(moduli),) + D.shape[1:], dtype=xp.float64)
+    return smod(acc, m, 1.0 / m)
+
+
+def modular_levels(G, moduli, unshift, garner, inverses, radix):
+    """The exact integers C'' (levels, rows, q) as balanced-digit accumulators (lowest level last,
+    not carried) from G (N, rows, q), exact float64 products of residue matrices, one per modulus:
+
+    * c_i = smod(G_i) times ``unshift[i]`` (2**-shift mod m_i, where the product computed is
+      2**shift C'') reduced again;
+    * Garner's mixed-radix digits (symmetric): v_0 = c_0, v_i = smod(smod(c_i - sum_{j<i} v_j
+      garner[i][j]) inverses[i]), so that C'' = sum_i v_i P_i (P_i = m_0 ... m_{i-1}) is the unique
+      integer of magnitude <= (M - 1)/2 with these residues;
+    * level l (base 2**level_bits) = sum_i v_i radix[i][l] (+0 for zero sums), radix[i] the balanced
+      digits of P_i, lowest first.
+
+    Every sum is an integer below 2**52 (:func:`expansions.bounds.modular_plan`): exact in any order."""
+    xp = array_module(G)
+    N = G.shape[0]
+    m = xp.asarray(moduli[:N], dtype=xp.float64).reshape(-1, 1, 1)
+    minv = 1.0 / m
+    c = smod(G, m, minv)
+    c = smod(c * xp.asarray(unshift[:N], dtype=xp.float64).reshape(-1, 1, 1), m, minv)
+    v = xp.empty_like(c)
+    v[0] = c[0]
+    for i in range(1, N):
+        x = xp.zeros_like(c[i])
+        for j in range(i):
+            x = x + v[j] * float(garner[i][j])
+        t = smod(c[i] - x, m[i], minv[i])
+        v[i] = smod(t * float(inverses[i]), m[i], minv[i])
+    digits = xp.asarray([row[::-1] for row in radix[:N]], dtype=xp.float64)  # (N, levels), top first
+    return xp.tensordot(digits.T, v, axes=(1, 0)) + 0.0
+
+
+def modular_operand(terms, beta: int, S: int, top: int, weights, moduli, columns: bool):
+    """One operand of the modular slice product: ``(res, E, used, anybad)``.  The entries of
+    ``terms`` (rows, cols, R) with a non-finite term count as zero (``anybad``: whether there is
+    one; the caller applies the non-finite rule); the scales are per row (``columns`` false: A) or
+    per column (B); :func:`split` with the first digit of ``top`` bits, :func:`residues` of the
+    integers A' modulo every modulus: res (N, rows, cols); ``used``: 1 + the last digit level with a
+    nonzero digit (0 for a zero operand)."""
+    xp = array_module(terms)
+    t = xp.swapaxes(terms, 0, 1) if columns else terms
+    bad = ~xp.isfinite(t).all(axis=-1)
+    anybad = bool(bad.any())
+    if anybad:
+        t = xp.where(bad[..., None], 0.0, t)
+    D, E, nonzero = split(t, beta, S, top)
+    res = residues(D, weights, moduli)
+    used = max((s + 1 for s in range(S) if nonzero[s]), default=0)
+    return (xp.swapaxes(res, 1, 2) if columns else res), E, used, anybad
+
+
+def modular_finish(G, setup, EA, EB, R: int, dtype, p: int, emin: int, renormalize):
+    """The R-term result (m, q, R) from G (N, m, q), the exact products of residue matrices of a
+    modular slice product (:class:`expansions.bounds.ModularSetup` ``setup``, scales EA (m,), EB (q,)
+    from :func:`modular_operand`): :func:`modular_levels`, then :func:`finish` with the setup's cut
+    (the lowest kept level's unit is 2**(EA + EB + setup.low_exponent))."""
+    acc = modular_levels(G, setup.moduli, setup.unshift, setup.garner, setup.inverses, setup.radix)
+    T = setup.levels - setup.cut - 2
+    return finish(acc, EA + (setup.low_exponent + T * setup.level_bits), EB, setup.level_bits, R, dtype, p, emin,
+                  renormalize, setup.cut)
 
 
 def nonfinite_products(wa, wb):
