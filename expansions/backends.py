@@ -19,8 +19,9 @@ A :class:`Backend` holds the functions that run the library's algorithms on 2-D 
 ==================  ====================================================================
 
 ``cpu`` runs the NumPy twins (:mod:`expansions.cpu`), the executable specification of the kernels;
-``engine`` the compiled CPU engine (:mod:`expansions.engine`, numba: one expansion per loop
-iteration on all cores), tested bit-identical to the twins; ``cuda`` runs the CUDA kernels through
+``engine`` the compiled CPU engine (:mod:`expansions.engine`, numba: blocks of expansions on SIMD
+lanes, on all cores; its kernels renormalize in the same pass, as the CUDA launchers do), tested
+bit-identical to the twins; ``cuda`` runs the CUDA kernels through
 CuPy (:mod:`expansions.cuda.launch`).  All give the same bits.  :func:`for_terms` picks the backend
 of an array of terms (CuPy: cuda; NumPy: :func:`cpu_backend`, the engine unless numba is missing or
 ``EXPANSIONS_CPU=twins`` / :func:`set_cpu_backend` asks for the twins); the operations
@@ -71,8 +72,9 @@ class Backend:
     reduce: Callable
     elementary: Callable
     #: its additions, multiplication and Newton kernels take ``renormalize=True`` and then return the
-    #: renormalized result in one kernel launch (the CUDA launchers); else the renormalization is a
-    #: second call of ``renormalize`` (:func:`expansions.dispatch.operation` composes them).
+    #: renormalized result in one kernel launch (the CUDA launchers) or one pass (the engine's fused
+    #: loops); else the renormalization is a second call of ``renormalize``
+    #: (:func:`expansions.dispatch.operation` composes them).
     renormalizes_in_kernel: bool = False
 
 
@@ -178,10 +180,12 @@ cuda = Backend(
 )
 
 
-def _engine_dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False):
+def _engine_dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False, renormalize: bool = False):
     """:func:`expansions.engine.dw_binary` with the signature of the other backends' ``dw_binary``
-    (the algorithm's name decides its kind; the same non-finite rule)."""
-    return _engine.dw_binary(name, xt, -yt if negate_y else yt)
+    (the algorithm's name decides its kind; the same non-finite rule); with ``renormalize``, followed
+    by the engine's renormalization (the specification's composition)."""
+    out = _engine.dw_binary(name, xt, -yt if negate_y else yt)
+    return _engine.renormalize(out, 2) if renormalize else out
 
 
 def _engine_dw_unary(name: str, xt, R: int = 2):
@@ -199,7 +203,7 @@ def engine_backend() -> Backend:
         mul_truncated=e.mul_truncated, renormalize=e.renormalize, negate=e.negate,
         newton_reciprocal=e.newton_reciprocal, newton_div=e.newton_div, newton_sqrt=e.newton_sqrt,
         dw_binary=_engine_dw_binary, dw_unary=_engine_dw_unary, reduce=e.reduce,
-        elementary=_engine_elementary_function,
+        elementary=_engine_elementary_function, renormalizes_in_kernel=True,
     )
 
 
