@@ -415,7 +415,8 @@ def _tie_rows(dtype, R, rng):
     tiny = np.finfo(dtype).smallest_subnormal
     pool = np.array([1.5, -1.5, 0.0, -0.0, 2.0**-30, -(2.0**-30), 3 * tiny, -3 * tiny, tiny, 1.0, -1.0], dtype=dtype)
     rows = [rng.choice(pool, size=R) for _ in range(40)]
-    rows += [np.array([1.0, -1.0] + [0.0] * (R - 2), dtype=dtype), np.array([-0.0, 0.0] * (R // 2) + [0.0] * (R % 2), dtype=dtype)]
+    rows += [np.array([1.0, -1.0] + [0.0] * (R - 2), dtype=dtype),
+             np.array([-0.0, 0.0] * (R // 2) + [0.0] * (R % 2), dtype=dtype)]
     special = rng.choice(pool, size=(12, R))
     special[np.arange(12), rng.integers(0, R, 12)] = rng.choice(np.array([np.nan, np.inf, -np.inf], dtype=dtype), 12)
     rows += list(special)
@@ -496,8 +497,10 @@ def test_fused_fma_range():
         assert_same(run(E.mul_truncated, x, y, R), run(TK.mul_truncated, x, y, R), x, y)
         assert_same(run(lambda a, b: E.mul_truncated(a, b, R, renormalize=True), x, y),  # noqa: B023
                     run(RENORMALIZED["mul_truncated"], x, y, R), x, y)
-    big = np.array([[2.0**1000 * 1.3, 2.0**947, 0.0], [2.0**996, -(2.0**943), 2.0**890], [2.0**-1000, 2.0**-1060, 0.0]])
-    small = np.array([[2.0**20 * 1.7, 2.0**-33, 0.0], [2.0**-3 * 1.1, 2.0**-57, 0.0], [2.0**-30 * 1.9, 2.0**-85, 2.0**-140]])
+    big = np.array([[2.0**1000 * 1.3, 2.0**947, 0.0], [2.0**996, -(2.0**943), 2.0**890],
+                    [2.0**-1000, 2.0**-1060, 0.0]])
+    small = np.array([[2.0**20 * 1.7, 2.0**-33, 0.0], [2.0**-3 * 1.1, 2.0**-57, 0.0],
+                      [2.0**-30 * 1.9, 2.0**-85, 2.0**-140]])
     for a, b in ((big, small), (small, big)):
         assert_same(run(E.mul_truncated, a, b, 3), run(TK.mul_truncated, a, b, 3), a, b)
 

@@ -359,93 +359,85 @@ def propagate_block(ws, S, E, R):
     lanes above it, which reach the output after it or never (s moves down one lane per step): the
     result has a non-finite term either way, and the non-finite rule gives the same bits."""
     zero = splat(ld(ws, S), 0.0)
-    act = ld(ws, E) != zero
-    for l in range(1, R):
-        act = act | (ld(ws, E + l) != zero)
+    nothing = to_bits(zero)
+    act = nothing  # the OR of the errors' bits: zero exactly when every error is +0 (2Sum and FMA
+    for l in range(R):  # errors are never -0; were one -0, the block would just run one round on)
+        act = act | to_bits(ld(ws, E + l))
     for r in range(R):
-        if not any_lane(act):
+        if not any_lane(act != nothing):
             return
         s, t = two_sum(ld(ws, S + R - 1), ld(ws, E + R - 1))
         st(ws, S + R - 1, s)
-        act = mask_of(zero, False)
+        act = nothing
         for l in range(R - 2, r - 1, -1):
             s, t = two_sum(ld(ws, S + l), ld(ws, E + l))
             st(ws, S + l, s)
             st(ws, E + l + 1, t)
-            act = act | (t != zero)
+            act = act | to_bits(t)
         st(ws, E + r, zero)
 
 
-def _exponent_range(ws, X, n):
-    """(smallest, largest) biased exponent of the nonzero terms in rows X .. X+n-1 (float64; the
-    neutral (3000, 0) where all are zero), for the FMA test of the multiplication (compiled only)."""
+def _exponent_prefixes(ws, X, n, R, LO, HI):
+    """Rows LO + t, HI + t := the smallest and largest biased exponent of the nonzero terms among
+    x_0 .. x_t (rows X, n terms; t < R), as the bits of floats (float64 only; the neutral 3000 and 0
+    where those terms are all zero), for the FMA test of the multiplication (compiled only)."""
     raise NotImplementedError
 
 
-@overload(_exponent_range)
-def _exponent_range_impl(ws, X, n):
+@overload(_exponent_prefixes)
+def _exponent_prefixes_impl(ws, X, n, R, LO, HI):
     if ws.dtype.bitwidth == 32:
-        return lambda ws, X, n: (0, 0)  # float32: the FMA is always the twin's product
+        return lambda ws, X, n, R, LO, HI: None  # float32: the FMA is always the twin's product
 
-    def impl(ws, X, n):
+    def impl(ws, X, n, R, LO, HI):
         u = to_bits(ld(ws, X))
         lo = splat(u, 3000)
         hi = splat(u, 0)
-        for t in range(n):
-            u = to_bits(ld(ws, X + t))
-            ex = (u >> splat(u, 52)) & splat(u, 0x7FF)
-            nonzero = (u << splat(u, 1)) != splat(u, 0)
-            lo = where(nonzero & (ex < lo), ex, lo)
-            hi = where(nonzero & (ex > hi), ex, hi)
-        return lo, hi
+        for t in range(R):
+            if t < n:
+                u = to_bits(ld(ws, X + t))
+                ex = (u >> splat(u, 52)) & splat(u, 0x7FF)
+                nonzero = (u << splat(u, 1)) != splat(u, 0)
+                lo = where(nonzero & (ex < lo), ex, lo)
+                hi = where(nonzero & (ex > hi), ex, hi)
+            st(ws, LO + t, from_bits(lo))
+            st(ws, HI + t, from_bits(hi))
 
     return impl
 
 
-def _fma_exact(yi, lo, hi):
-    """Whether a hardware FMA gives the twin's product error for every x_l * y_i of the block, x's
-    biased exponents in [lo, hi] (see the module docstring; always for float32) (compiled only)."""
+#: How a step of the multiplication forms its products x_l * y_i (:func:`_product_mode`).
+FMA, DEKKER, DEKKER_SCALED = 0, 1, 2
+
+
+def _product_mode(yi, ws, LO, HI):
+    """How step i forms the products x_l * y_i of the block, the biased exponents of the nonzero x_l
+    it multiplies in [lo, hi] (rows LO, HI of :func:`_exponent_prefixes`) (compiled only): FMA where
+    the FMA's error is the twin's for every product (always for float32; for float64 both factors
+    normal or zero, below 2**995, the sum of their exponents in [-966, 1000]: see the module
+    docstring); else DEKKER, the twin's Dekker product as it stands, where no factor exceeds 2**995
+    (the twin then scales nothing); else DEKKER_SCALED, the twin's whole formula."""
     raise NotImplementedError
 
 
-@overload(_fma_exact)
-def _fma_exact_impl(yi, lo, hi):
+@overload(_product_mode)
+def _product_mode_impl(yi, ws, LO, HI):
     if yi.dtype.bitwidth == 32:
-        return lambda yi, lo, hi: True
+        return lambda yi, ws, LO, HI: FMA
 
-    def impl(yi, lo, hi):
+    def impl(yi, ws, LO, HI):
+        lo = to_bits(ld(ws, LO))
+        hi = to_bits(ld(ws, HI))
         u = to_bits(yi)
         ey = (u >> splat(u, 52)) & splat(u, 0x7FF)
         zero_y = (u << splat(u, 1)) == splat(u, 0)
         normal = (ey >= splat(u, 1)) & (ey <= splat(u, 2017)) & (lo >= splat(u, 1)) & (hi <= splat(u, 2017))
         ranged = (lo + ey >= splat(u, 1080)) & (hi + ey <= splat(u, 3046))
-        return not any_lane(~(zero_y | (normal & ranged)))
-
-    return impl
-
-
-def _fma_exact_lanes(xl, yi):
-    """Whether a hardware FMA gives the twin's error for x_l * y_i in every lane: the factors normal or
-    zero and below 2**995, the sum of their exponents in [-966, 1000] (float64; always for float32)
-    (compiled only)."""
-    raise NotImplementedError
-
-
-@overload(_fma_exact_lanes)
-def _fma_exact_lanes_impl(xl, yi):
-    if yi.dtype.bitwidth == 32:
-        return lambda xl, yi: True
-
-    def impl(xl, yi):
-        mag = splat(to_bits(xl), 0x7FFFFFFFFFFFFFFF)
-        ua = to_bits(xl) & mag
-        ub = to_bits(yi) & mag
-        zero = splat(ua, 0)
-        ea = ua >> splat(ua, 52)
-        eb = ub >> splat(ua, 52)
-        normal = (ea >= splat(ua, 1)) & (eb >= splat(ua, 1)) & (ea <= splat(ua, 2017)) & (eb <= splat(ua, 2017))
-        ranged = (ea + eb >= splat(ua, 1080)) & (ea + eb <= splat(ua, 3046))
-        return not any_lane(~((ua == zero) | (ub == zero) | (normal & ranged)))
+        if not any_lane(~(zero_y | (normal & ranged))):
+            return FMA
+        if not any_lane((hi > splat(u, 2017)) | (ey > splat(u, 2017))):  # every factor below 2**995
+            return DEKKER
+        return DEKKER_SCALED
 
     return impl
 
@@ -476,30 +468,42 @@ def _two_prod_twin_impl(a, b):
         up = splat(a, 2.0**28)
         a2 = where(big_a, a * down, where(big_b, a * up, a))
         b2 = where(big_b, b * down, where(big_a, b * up, b))
-        c = splat(a, 134217729.0)  # 2**27 + 1: Veltkamp's splitting constant for p = 53
-        t = a2 * c
-        ah = t - (t - a2)
-        al = a2 - ah
-        t = b2 * c
-        bh = t - (t - b2)
-        bl = b2 - bh
+        ah, al = split(a2)
+        bh, bl = split(b2)
         e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl
         return p, e
 
     return dekker
 
 
+@njit(**INNER)
+def split(a):
+    """Veltkamp's splitting of float64 lanes (twin of ``eft._split64``): a = hi + lo, 26 bits each."""
+    c = splat(a, 134217729.0)  # 2**27 + 1
+    t = a * c
+    hi = t - (t - a)
+    return hi, a - hi
+
+
 @njit(**OPTIONS)
-def _product_step(ws, X, n, yi, R, S, E, EP, exact_fma):
+def _product_step(ws, X, n, yi, R, S, E, EP, mode, XH, XL):
     """Step i of the multiplication's lanes: 2Prod x_l * y_i, 2Sum it into s_l; E, EP := the product
-    and sum errors.  The product is an FMA where ``exact_fma`` (the whole block passed the test) or
-    where the lane's row passes it, else the twin's Dekker product."""
+    and sum errors.  The product by ``mode`` (:func:`_product_mode`); for DEKKER the splittings of
+    the x_l are rows XH, XL (made once per multiplication) and y_i's is made once per step."""
     zero = splat(yi, 0.0)
+    if mode == DEKKER:
+        bh, bl = split(yi)
+    else:
+        bh, bl = zero, zero
     for l in range(R):
         xl = ld(ws, X + l) if l < n else zero
-        if exact_fma or _fma_exact_lanes(xl, yi):
-            p = xl * yi
+        p = xl * yi
+        if mode == FMA:
             e = fma(xl, yi, -p)
+        elif mode == DEKKER:
+            ah = ld(ws, XH + l)
+            al = ld(ws, XL + l)
+            e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl
         else:
             p, e = _two_prod_twin(xl, yi)
         s, ep = two_sum(ld(ws, S + l), p)
@@ -509,27 +513,44 @@ def _product_step(ws, X, n, yi, R, S, E, EP, exact_fma):
 
 
 @njit(**OPTIONS)
-def mul_block(ws, X, n, Y, m, R, S, E, EP, out):
+def mul_block(ws, X, n, Y, m, R, S, E, EP, out, XH, XL, LO, HI):
     """Twin of ``kernels.mul_truncated`` on a block (``mul_row``, Algorithm 2): for i < R-1, the lanes
     2Prod x_l * y_i and 2Sum into the accumulator S, whose lane 0 is output term i; S shifts down a
     lane, and the product and sum errors are propagated; the last term is s_0 + x_0 y_{R-1}.
-    S, E, EP: R rows of scratch each; ``out`` must not be X or Y."""
+    S, E, EP, XH, XL, LO, HI: R rows of scratch each; ``out`` must not be X or Y.
+
+    Only the lanes that reach the result are computed.  Call i + l the position of lane l at step i
+    (before the shift): s_0 at step j is output term j (position j), the shift keeps positions, and
+    every other transfer goes up (a product error of position q enters position q + 1, a propagated
+    error moves up one lane per round): so nothing at a position >= R ever reaches the result, and
+    step i computes lanes 0 .. R-1-i only (the twin computes the others and drops them; its extra
+    rounds, voted by errors there, leave these lanes as they are, the argument of
+    :func:`propagate_block`; a non-finite term at a position < R reaches the output in both, where
+    the non-finite rule replaces everything)."""
     x0 = ld(ws, X)
     y0 = ld(ws, Y)
     zero = splat(x0, 0.0)
     leading = x0 * y0
     for l in range(R):
         st(ws, S + l, zero)
-    lo, hi = _exponent_range(ws, X, min(n, R))
+    _exponent_prefixes(ws, X, n, R, LO, HI)
+    split_rows = False
     for i in range(R - 1):
+        top = R - 1 - i  # lanes 0 .. top hold positions i .. R-1
         yi = ld(ws, Y + i) if i < m else zero
-        _product_step(ws, X, n, yi, R, S, E, EP, _fma_exact(yi, lo, hi))
+        mode = _product_mode(yi, ws, LO + top, HI + top)
+        if mode == DEKKER and not split_rows:
+            for l in range(R):
+                ah, al = split(ld(ws, X + l) if l < n else zero)
+                st(ws, XH + l, ah)
+                st(ws, XL + l, al)
+            split_rows = True
+        _product_step(ws, X, n, yi, top + 1, S, E, EP, mode, XH, XL)
         st(ws, out + i, ld(ws, S))
-        for l in range(R - 1):
+        for l in range(top):
             st(ws, S + l, ld(ws, S + l + 1))
-        st(ws, S + R - 1, zero)
-        propagate_block(ws, S, E, R)
-        propagate_block(ws, S, EP, R)
+        propagate_block(ws, S, E, top)  # lanes 0 .. top-1 now hold positions i+1 .. R-1
+        propagate_block(ws, S, EP, top)
     yi = ld(ws, Y + R - 1) if R - 1 < m else zero
     st(ws, out + R - 1, ld(ws, S) + x0 * yi)
     epilogue_block(ws, out, R, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), y0, leading)
@@ -678,7 +699,7 @@ def renormalize_block(ws, X, k, R, out, SRT, ERR, NEW):
 @njit(**INNER)
 def scratch_rows(n, m, R):
     """Rows of scratch that :func:`binary_block` needs for operands of n and m terms into R."""
-    return 5 * R + 2 * max(n, m, R)
+    return 9 * R + 2 * max(n, m, R)
 
 
 @njit(**INNER)
@@ -688,11 +709,12 @@ def binary_block(op, ws, X, n, Y, m, R, renormalize, out, scratch):
     may be X or Y); ``scratch``: the first of :func:`scratch_rows` rows."""
     k = max(n, m, R)
     S, E, EP, T, NEW = scratch, scratch + R, scratch + 2 * R, scratch + 3 * R, scratch + 4 * R
-    SRT = scratch + 5 * R
+    XH, XL, LO, HI = scratch + 5 * R, scratch + 6 * R, scratch + 7 * R, scratch + 8 * R
+    SRT = scratch + 9 * R
     ERR = SRT + k
     raw = T if renormalize else out
     if op == MUL:
-        mul_block(ws, X, n, Y, m, R, S, E, EP, raw)
+        mul_block(ws, X, n, Y, m, R, S, E, EP, raw, XH, XL, LO, HI)
     elif op == ADD_SAFE:
         add_safe_block(ws, X, n, Y, m, R, S, E, raw)
     elif op == ADD_FAST:
