@@ -535,8 +535,8 @@ from expansions.engine import fused, simd
 ws = types.Array(types.float64, 1, "C")
 i = types.int64
 vec = simd.Vec(types.float64, simd.LANES[64])
-sigs = {"add_safe_block": (ws,) + (i,) * 8, "_product_step": (ws, i, i, vec, i, i, i, i, types.boolean),
-        "propagate_block": (ws, i, i, i)}
+sigs = {"add_safe_block": (ws,) + (i,) * 8, "_product_step": (ws, i, i, vec, i, i, i, i, i, i, i),
+        "propagate_block": (ws, i, i, i)}  # the workspace, rows and sizes; the multiplier y_i
 out = {}
 for name, sig in sigs.items():
     fn = getattr(fused, name)
