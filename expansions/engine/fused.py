@@ -59,7 +59,6 @@ from .simd import (
     any_lane,
     fma,
     from_bits,
-    lane,
     mask_of,
     splat,
     to_bits,
@@ -263,16 +262,42 @@ def epilogue_block(ws, out, R, xbad, x0, ybad, y0, leading):
 
 
 @njit(**INNER)
-def _safe_step(ws, S, E, top, t):
+def _safe_step(ws, S, E, top, R, t):
     """One step of the safe addition: t enters lane 0 while lanes 1..top 2Sum the error of the lane
-    below (lanes above ``top`` hold (+0, +0), which the step maps to (+0, +0))."""
-    for l in range(top, 0, -1):
-        s, e = two_sum(ld(ws, S + l), ld(ws, E + l - 1))
-        st(ws, S + l, s)
-        st(ws, E + l, e)
+    below (lanes above ``top`` hold (+0, +0), which the step maps to (+0, +0)).  Lane R-1's error
+    leaves the group (the twin's lane R takes it and nothing reads it), so that lane is the 2Sum's
+    addition alone."""
+    l = top
+    if top == R - 1:
+        st(ws, S + l, ld(ws, S + l) + ld(ws, E + l - 1))
+        l -= 1
+    for k in range(l, 0, -1):
+        s, e = two_sum(ld(ws, S + k), ld(ws, E + k - 1))
+        st(ws, S + k, s)
+        st(ws, E + k, e)
     s, e = two_sum(ld(ws, S), t)
     st(ws, S, s)
     st(ws, E, e)
+
+
+@njit(**INNER)
+def _zero_step(ws, S, E, top, R, z):
+    """Step z (0 .. R-3) of the safe addition's zero insertions: lanes 0..z skipped, lanes z+1..top
+    2Sum the error of the lane below, then E[z] := +0.  Zero enters lane 0 at step 0, and the lanes'
+    errors then become zero from the bottom, one lane per step: in step z lanes 0..z take a zero
+    (2Sum(s, +0) = (s, +0), except -0 + +0 = +0, a sign that the final s + (+0) drops; a non-finite
+    s stays in the result, where the non-finite rule replaces everything), so skipping them gives
+    the twin's bits."""
+    zero = splat(ld(ws, S), 0.0)
+    l = top
+    if top == R - 1 and l > z:
+        st(ws, S + l, ld(ws, S + l) + ld(ws, E + l - 1))
+        l -= 1
+    for k in range(l, z, -1):
+        s, e = two_sum(ld(ws, S + k), ld(ws, E + k - 1))
+        st(ws, S + k, s)
+        st(ws, E + k, e)
+    st(ws, E + z, zero)
 
 
 @njit(**OPTIONS)
@@ -293,13 +318,13 @@ def add_safe_block(ws, X, n, Y, m, R, S, E, out):
     for i in range(1, max(n, m)):
         if i < n:
             steps += 1
-            _safe_step(ws, S, E, min(steps, R - 1), ld(ws, X + i))
+            _safe_step(ws, S, E, min(steps, R - 1), R, ld(ws, X + i))
         if i < m:
             steps += 1
-            _safe_step(ws, S, E, min(steps, R - 1), ld(ws, Y + i))
-    for _ in range(R - 2):
+            _safe_step(ws, S, E, min(steps, R - 1), R, ld(ws, Y + i))
+    for z in range(R - 2):
         steps += 1
-        _safe_step(ws, S, E, min(steps, R - 1), zero)
+        _zero_step(ws, S, E, min(steps, R - 1), R, z)
     for l in range(R - 1, 0, -1):
         st(ws, out + l, ld(ws, S + l) + ld(ws, E + l - 1))
     st(ws, out, ld(ws, S) + zero)
@@ -327,12 +352,12 @@ def add_fast_block(ws, X, n, Y, m, R, S, E, out):
         if not any_lane(act):
             break
         act = mask_of(x0, False)
-        for l in range(R - 1, 0, -1):
+        st(ws, S + R - 1, ld(ws, S + R - 1) + ld(ws, E + R - 2))  # its error leaves the group
+        for l in range(R - 2, 0, -1):
             s, e = two_sum(ld(ws, S + l), ld(ws, E + l - 1))
             st(ws, S + l, s)
             st(ws, E + l, e)
-            if l < R - 1:
-                act = act | (e != zero)
+            act = act | (e != zero)
         s, e = two_sum(ld(ws, S), zero)
         st(ws, S, s)
         st(ws, E, e)
@@ -601,22 +626,12 @@ def _select_slot(ws, dst, lo, hi, j, write, v):
         st(ws, dst + t, where(sel, v, ld(ws, dst + t)))
 
 
-@njit(**INNER)
-def _lane_min_max(j):
-    L = lanes_of(j)
-    lo = lane(j, 0)
-    hi = lo
-    for k in range(1, L):
-        v = lane(j, k)
-        lo = min(lo, v)
-        hi = max(hi, v)
-    return int(lo), int(hi)
-
-
 @njit(**OPTIONS)
 def vec_sum_err_branch_block(ws, e, k, R, dst):
     """Twin of ``kernels._vec_sum_err_branch`` on a block: the k rows at e into R rows at dst, each
-    expansion with its own output index j and its own end (``done``)."""
+    expansion with its own output index j and its own end (``done``).  The writes are selects over
+    the slots [lo, hi] that the live expansions' indices can hold: hi grows by one when some index
+    does, lo when no live index is left at lo (one slot per step where all step alike)."""
     eps = ld(ws, e)
     zero = splat(eps, 0.0)
     for t in range(R):
@@ -636,8 +651,10 @@ def vec_sum_err_branch_block(ws, e, k, R, dst):
         step = live & ~done & nz
         j = j + where(step, one, j - j)
         eps = where(step, eps_new, where(live & ~nz, rj, eps))
-        if any_lane(step):
-            lo, hi = _lane_min_max(j)
+        if any_lane(step) and hi < R - 1:
+            hi += 1
+        if lo < hi and not any_lane(~done & (j == splat(j, lo))):
+            lo += 1
     _select_slot(ws, dst, lo, hi, j, ~done, eps)
 
 
