@@ -52,14 +52,16 @@ from numba.extending import intrinsic, overload
 
 from .. import bounds
 from ..formats import check_terms, format_of
-from .kernels import OPTIONS, PARALLEL, _const, operands, terms_array
+from .kernels import OPTIONS, PARALLEL, operands, terms_array
 from .newton import leading_exponent
 from .simd import (
     LANES,
     any_lane,
     fma,
     from_bits,
+    gather_column,
     mask_of,
+    scatter_column,
     splat,
     to_bits,
     vload,
@@ -156,31 +158,20 @@ def st(ws, r, v):
     vstore(ws, r * lanes_of(ws), v)
 
 
-@njit(**OPTIONS)
+@njit(**INNER)
 def load_block(a, first, count, n, negate, ws, row):
     """Rows row .. row+n-1 := the n terms of expansions first .. first+L-1 of a (count, n), negated
     with ``negate`` (NumPy's negative: the sign flipped); +0 past ``count`` (those expansions compute
-    on zeros, as the GPU's groups past the end, and are not stored)."""
-    L = lanes_of(ws)
-    zero = _const(a[0, 0], 0.0)
-    for j in range(L):
-        i = first + j
-        if i < count:
-            for t in range(n):
-                v = a[i, t]
-                ws[(row + t) * L + j] = -v if negate else v
-        else:
-            for t in range(n):
-                ws[(row + t) * L + j] = zero
+    on zeros, as the GPU's groups past the end, and are not stored).  One gather per term."""
+    for t in range(n):
+        st(ws, row + t, gather_column(a, first, t, count, negate))
 
 
-@njit(**OPTIONS)
+@njit(**INNER)
 def store_block(ws, row, R, out, first, count):
     """out[first + j, t] := row row+t, lane j, for the expansions of the block below ``count``."""
-    L = lanes_of(ws)
-    for j in range(min(L, count - first)):
-        for t in range(R):
-            out[first + j, t] = ws[(row + t) * L + j]
+    for t in range(R):
+        scatter_column(out, first, t, count, ld(ws, row + t))
 
 
 @njit(**INNER)
@@ -629,20 +620,42 @@ def _select_slot(ws, dst, lo, hi, j, write, v):
 @njit(**OPTIONS)
 def vec_sum_err_branch_block(ws, e, k, R, dst):
     """Twin of ``kernels._vec_sum_err_branch`` on a block: the k rows at e into R rows at dst, each
-    expansion with its own output index j and its own end (``done``).  The writes are selects over
-    the slots [lo, hi] that the live expansions' indices can hold: hi grows by one when some index
-    does, lo when no live index is left at lo (one slot per step where all step alike)."""
+    expansion with its own output index j and its own end (``done``).
+
+    While every expansion of the block has advanced at every step (the usual case: each error
+    nonzero), all indices are i - 1 at step i and none is done: rj goes to slot i - 1 in every lane,
+    no select.  From the first step where some expansion does not advance, each keeps its own index:
+    the writes are selects over the slots [lo, hi] that the live indices can hold (hi grows by one
+    when some index does, lo when no live index is left at lo)."""
     eps = ld(ws, e)
     zero = splat(eps, 0.0)
     for t in range(R):
         st(ws, dst + t, zero)
-    j = splat(to_bits(eps), 0)
+    bits = to_bits(eps)
+    i = 1
+    uniform = True
+    while uniform and i < k and i < R:  # every index is i - 1 < R - 1, none done
+        rj, eps_new = two_sum(eps, ld(ws, e + i))
+        st(ws, dst + i - 1, rj)
+        nz = eps_new != zero
+        if any_lane(~nz):  # from here on, each expansion has its own index
+            eps = where(nz, eps_new, rj)
+            bits = splat(bits, i - 1) + where(nz, splat(bits, 1), splat(bits, 0))
+            uniform = False
+        else:
+            eps = eps_new
+        i += 1
+    if uniform:
+        j = splat(bits, i - 1)
+        lo = i - 1
+    else:
+        j = bits
+        lo = i - 2
+    hi = min(i - 1, R - 1)
     one = splat(j, 1)
     last = splat(j, R - 1)
     done = mask_of(eps, False)
-    lo = 0
-    hi = 0
-    for i in range(1, k):
+    while i < k:
         rj, eps_new = two_sum(eps, ld(ws, e + i))
         live = ~done
         _select_slot(ws, dst, lo, hi, j, live, rj)
@@ -655,6 +668,7 @@ def vec_sum_err_branch_block(ws, e, k, R, dst):
             hi += 1
         if lo < hi and not any_lane(~done & (j == splat(j, lo))):
             lo += 1
+        i += 1
     _select_slot(ws, dst, lo, hi, j, ~done, eps)
 
 

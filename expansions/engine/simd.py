@@ -119,6 +119,78 @@ def vstore(typingctx, arr, offset, value):
     return types.none(arr, types.intp, value), codegen
 
 
+def _column_pointers(context, builder, arrty, arr, first, t, count, lanes):
+    """(pointers to a[first + j, t] for j < lanes, mask first + j < count) of a 2-D C-contiguous array."""
+    i64 = ir.IntType(64)
+    vi64 = ir.VectorType(i64, lanes)
+
+    def spread(v):
+        vec = ir.Constant(vi64, ir.Undefined)
+        for k in range(lanes):
+            vec = builder.insert_element(vec, v, ir.Constant(ir.IntType(32), k))
+        return vec
+
+    ary = context.make_array(arrty)(context, builder, arr)
+    ncols = cgutils.unpack_tuple(builder, ary.shape)[1]
+    rows = builder.add(spread(first), ir.Constant(vi64, [ir.Constant(i64, k) for k in range(lanes)]))
+    mask = builder.icmp_signed("<", rows, spread(count))
+    item = spread(ir.Constant(i64, arrty.dtype.bitwidth // 8))
+    offsets = builder.mul(builder.add(builder.mul(rows, spread(ncols)), spread(t)), item)
+    base = spread(builder.ptrtoint(ary.data, i64))
+    element = context.get_value_type(arrty.dtype).as_pointer()
+    return builder.inttoptr(builder.add(base, offsets), ir.VectorType(element, lanes)), mask
+
+
+def _is_terms(arr):
+    return (isinstance(arr, types.Array) and arr.ndim == 2 and arr.layout == "C"
+            and isinstance(arr.dtype, types.Float))
+
+
+@intrinsic
+def gather_column(typingctx, arr, first, t, count, negate):
+    """The vector (a[first + j, t] for j < LANES), negated (the sign flipped) with ``negate``, +0 in
+    the lanes with first + j >= count: one masked gather from a 2-D C-contiguous float array (term t
+    of LANES consecutive expansions: the transposed load of a block)."""
+    if not (_is_terms(arr) and isinstance(negate, types.Boolean)):
+        return None
+    lanes = _lanes_of(arr.dtype)
+    vty = Vec(arr.dtype, lanes)
+
+    def codegen(context, builder, sig, args):
+        ptrs, mask = _column_pointers(context, builder, sig.args[0], args[0], args[1], args[2], args[3], lanes)
+        lty = context.get_value_type(vty)
+        align = ir.Constant(ir.IntType(32), arr.dtype.bitwidth // 8)
+        fnty = ir.FunctionType(lty, [ptrs.type, align.type, mask.type, lty])
+        name = f"llvm.masked.gather.v{lanes}f{arr.dtype.bitwidth}.v{lanes}p0"
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        zero = ir.Constant(lty, None)
+        v = builder.call(fn, [ptrs, align, mask, zero])
+        flip = context.cast(builder, args[4], sig.args[4], types.boolean)
+        return builder.select(mask, builder.select(flip, builder.fneg(v), v), zero)
+
+    return vty(arr, types.intp, types.intp, types.intp, negate), codegen
+
+
+@intrinsic
+def scatter_column(typingctx, arr, first, t, count, value):
+    """a[first + j, t] = value[j] for the j < LANES with first + j < count: one masked scatter (the
+    transposed store of a block)."""
+    if not (_is_terms(arr) and _is_float(value) and value.dtype == arr.dtype):
+        return None
+    lanes = _lanes_of(arr.dtype)
+
+    def codegen(context, builder, sig, args):
+        ptrs, mask = _column_pointers(context, builder, sig.args[0], args[0], args[1], args[2], args[3], lanes)
+        align = ir.Constant(ir.IntType(32), arr.dtype.bitwidth // 8)
+        fnty = ir.FunctionType(ir.VoidType(), [args[4].type, ptrs.type, align.type, mask.type])
+        name = f"llvm.masked.scatter.v{lanes}f{arr.dtype.bitwidth}.v{lanes}p0"
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        builder.call(fn, [args[4], ptrs, align, mask])
+        return context.get_dummy_value()
+
+    return types.none(arr, types.intp, types.intp, types.intp, value), codegen
+
+
 # ---------------------------------------------------------------------------------------------
 # constants and lanes
 
