@@ -364,33 +364,56 @@ def add_fast_block(ws, X, n, Y, m, R, S, E, out):
 
 
 @njit(**OPTIONS)
-def propagate_block(ws, S, E, R):
-    """Twin of ``kernels._propagate`` (``propagate`` of mul.cuh): while some expansion of the block has
-    a nonzero error (at most R rounds), 2Sum each lane with its error, the new errors shifted up one
-    lane with zero entering lane 0.  Finished expansions run on (the argument of mul.cuh).
+def propagate_block(ws, S, E, EP, K, QE, QP):
+    """The two propagations of a multiplication step, lanes 0..K-1: ``propagate`` of mul.cuh (twin:
+    ``kernels._propagate``) of the product errors E, then of the sum errors EP.  A propagation runs
+    rounds while some error is nonzero (at most K): 2Sum each lane with its error, the new errors
+    shifted up one lane (lane K-1's leave the lanes that reach the result), zero into lane 0.
 
-    Round r skips lanes 0..r-1: their errors are zero (lane 0 takes a zero each round, and a zero
-    error gives a zero error, 2Sum(s, +0) = (s, +0), s never -0 here), so they would keep their
-    terms.  A lane whose term is not finite would turn the zero into a NaN that then reaches only
-    lanes above it, which reach the output after it or never (s moves down one lane per step): the
-    result has a non-finite term either way, and the non-finite rule gives the same bits."""
+    Computed lane by lane instead of round by round, with the same 2Sums on the same operands:
+    round r has zero errors on lanes 0..r-1 (lane 0 takes a zero each round, and 2Sum(s, +0) = (s,
+    +0) with s never -0 here), so lane l takes, in rounds 0..l, its own error and then the errors
+    that lane l-1 emitted in rounds 0..l-1, and emits one per round.  Lane l's term after the first
+    propagation depends on lanes <= l only, so lane l runs the second one right after, its term in
+    a register; rows QE, QP (K each) carry the emitted errors from one lane to the next.  Every
+    round is run (no vote), which gives the twin's bits: a round in which an expansion's errors are
+    all zero changes none of its terms (the twin's finished groups stand still, the GPU's run on: the
+    argument of mul.cuh); a lane whose incoming errors are all +0 in the whole block is skipped.  A
+    non-finite term would turn a zero error into a NaN reaching only higher lanes, which reach the
+    output after it or never (s moves down one lane per step): the result has a non-finite term
+    either way, and the non-finite rule gives the same bits."""
     zero = splat(ld(ws, S), 0.0)
     nothing = to_bits(zero)
-    act = nothing  # the OR of the errors' bits: zero exactly when every error is +0 (2Sum and FMA
-    for l in range(R):  # errors are never -0; were one -0, the block would just run one round on)
-        act = act | to_bits(ld(ws, E + l))
-    for r in range(R):
-        if not any_lane(act != nothing):
-            return
-        s, t = two_sum(ld(ws, S + R - 1), ld(ws, E + R - 1))
-        st(ws, S + R - 1, s)
-        act = nothing
-        for l in range(R - 2, r - 1, -1):
-            s, t = two_sum(ld(ws, S + l), ld(ws, E + l))
-            st(ws, S + l, s)
-            st(ws, E + l + 1, t)
-            act = act | to_bits(t)
-        st(ws, E + r, zero)
+    from_e = nothing  # the OR of the bits of the errors lane l-1 emitted (2Sum errors are never -0)
+    from_p = nothing
+    for l in range(K):
+        s = ld(ws, S + l)
+        for which in range(2):
+            first = ld(ws, (E if which == 0 else EP) + l)
+            Q = QE if which == 0 else QP
+            incoming = to_bits(first) | (from_e if which == 0 else from_p)
+            emitted = nothing
+            if l == K - 1:  # the top lane: its errors leave, 2Sum's additions alone
+                if any_lane(incoming != nothing):
+                    s = s + first
+                    for r in range(1, l + 1):
+                        s = s + ld(ws, Q + r - 1)
+            elif any_lane(incoming != nothing):
+                s, t = two_sum(s, first)
+                emitted = to_bits(t)
+                for r in range(1, l + 1):
+                    x = ld(ws, Q + r - 1)  # lane l-1's error of round r-1, replaced by this lane's
+                    st(ws, Q + r - 1, t)
+                    s, t = two_sum(s, x)
+                    emitted = emitted | to_bits(t)
+                st(ws, Q + l, t)
+            else:  # all zero: s stays, the errors emitted are zero (rows Q + 0 .. l-1 already are)
+                st(ws, Q + l, zero)
+            if which == 0:
+                from_e = emitted
+            else:
+                from_p = emitted
+        st(ws, S + l, s)
 
 
 def _exponent_prefixes(ws, X, n, R, LO, HI):
@@ -529,11 +552,11 @@ def _product_step(ws, X, n, yi, R, S, E, EP, mode, XH, XL):
 
 
 @njit(**OPTIONS)
-def mul_block(ws, X, n, Y, m, R, S, E, EP, out, XH, XL, LO, HI):
+def mul_block(ws, X, n, Y, m, R, S, E, EP, out, XH, XL, LO, HI, QE, QP):
     """Twin of ``kernels.mul_truncated`` on a block (``mul_row``, Algorithm 2): for i < R-1, the lanes
     2Prod x_l * y_i and 2Sum into the accumulator S, whose lane 0 is output term i; S shifts down a
     lane, and the product and sum errors are propagated; the last term is s_0 + x_0 y_{R-1}.
-    S, E, EP, XH, XL, LO, HI: R rows of scratch each; ``out`` must not be X or Y.
+    S, E, EP, XH, XL, LO, HI, QE, QP: R rows of scratch each; ``out`` must not be X or Y.
 
     Only the lanes that reach the result are computed.  Call i + l the position of lane l at step i
     (before the shift): s_0 at step j is output term j (position j), the shift keeps positions, and
@@ -565,8 +588,7 @@ def mul_block(ws, X, n, Y, m, R, S, E, EP, out, XH, XL, LO, HI):
         st(ws, out + i, ld(ws, S))
         for l in range(top):
             st(ws, S + l, ld(ws, S + l + 1))
-        propagate_block(ws, S, E, top)  # lanes 0 .. top-1 now hold positions i+1 .. R-1
-        propagate_block(ws, S, EP, top)
+        propagate_block(ws, S, E, EP, top, QE, QP)  # lanes 0 .. top-1 now hold positions i+1 .. R-1
     yi = ld(ws, Y + R - 1) if R - 1 < m else zero
     st(ws, out + R - 1, ld(ws, S) + x0 * yi)
     epilogue_block(ws, out, R, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), y0, leading)
@@ -675,15 +697,31 @@ def vec_sum_err_branch_block(ws, e, k, R, dst):
 @njit(**OPTIONS)
 def nonoverlapping_block(ws, r, R):
     """Twin of ``kernels._adjacent_nonoverlapping``: lanes whose R terms are finite and each zero or at
-    most ulp of the one before (by the bits: both are nonnegative floats)."""
+    most ulp of the one before, by the bits (both are nonnegative floats).  Where the term before is
+    at least 2**(p-1) times the smallest subnormal (biased exponent >= p), its ulp's bits are its
+    exponent field minus (p-1) exponent steps, so |v| <= ulp(prev) reads bits(|v|) + (p-1 steps) <=
+    the exponent field of prev; rows with smaller terms before take :func:`ulp_bits`."""
     prev = ld(ws, r)
-    ok = is_finite(prev)
-    zero = splat(prev, 0.0)
-    mag = splat(to_bits(prev), _layout(prev)[1])
+    exp_mask, mag, shift, field, p = _layout(prev)
+    u = to_bits(prev)
+    exponent = splat(u, exp_mask)
+    magnitude = splat(u, mag)
+    steps = splat(u, (p - 1) << shift)
+    smallest = splat(u, p << shift)
+    nothing = splat(u, 0)
+    ok = (u & exponent) != exponent
     for t in range(1, R):
         v = ld(ws, r + t)
-        ok = ok & is_finite(v) & ((v == zero) | ((to_bits(v) & mag) <= ulp_bits(prev)))
+        uv = to_bits(v)
+        mv = uv & magnitude
+        ep = u & exponent
+        if any_lane(ep < smallest):
+            below = mv <= ulp_bits(prev)
+        else:
+            below = mv + steps <= ep
+        ok = ok & ((uv & exponent) != exponent) & ((mv == nothing) | below)
         prev = v
+        u = uv
     return ok
 
 
@@ -730,7 +768,7 @@ def renormalize_block(ws, X, k, R, out, SRT, ERR, NEW):
 @njit(**INNER)
 def scratch_rows(n, m, R):
     """Rows of scratch that :func:`binary_block` needs for operands of n and m terms into R."""
-    return 9 * R + 2 * max(n, m, R)
+    return 11 * R + 2 * max(n, m, R)
 
 
 @njit(**INNER)
@@ -741,11 +779,12 @@ def binary_block(op, ws, X, n, Y, m, R, renormalize, out, scratch):
     k = max(n, m, R)
     S, E, EP, T, NEW = scratch, scratch + R, scratch + 2 * R, scratch + 3 * R, scratch + 4 * R
     XH, XL, LO, HI = scratch + 5 * R, scratch + 6 * R, scratch + 7 * R, scratch + 8 * R
-    SRT = scratch + 9 * R
+    QE, QP = scratch + 9 * R, scratch + 10 * R
+    SRT = scratch + 11 * R
     ERR = SRT + k
     raw = T if renormalize else out
     if op == MUL:
-        mul_block(ws, X, n, Y, m, R, S, E, EP, raw, XH, XL, LO, HI)
+        mul_block(ws, X, n, Y, m, R, S, E, EP, raw, XH, XL, LO, HI, QE, QP)
     elif op == ADD_SAFE:
         add_safe_block(ws, X, n, Y, m, R, S, E, raw)
     elif op == ADD_FAST:
