@@ -536,7 +536,7 @@ ws = types.Array(types.float64, 1, "C")
 i = types.int64
 vec = simd.Vec(types.float64, simd.LANES[64])
 sigs = {"add_safe_block": (ws,) + (i,) * 8, "_product_step": (ws, i, i, vec, i, i, i, i, i, i, i),
-        "propagate_block": (ws, i, i, i)}  # the workspace, rows and sizes; the multiplier y_i
+        "propagate_block": (ws,) + (i,) * 6}  # the workspace, rows and sizes; the multiplier y_i
 out = {}
 for name, sig in sigs.items():
     fn = getattr(fused, name)
@@ -595,3 +595,27 @@ def test_engine_backend_fuses():
             backends.set_cpu_backend(None)
     for got, want in zip(results["engine"], results["twins"]):
         assert_same(got, want, x0, y0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_simd_fma(dtype):
+    """``simd.fma`` (the engine's ``llvm.fma``, also for scalars) rounds a*b + c once: with
+    a = 1 + 2**-k, b = 1 - 2**-k, c = -1 (2k > p) it returns the exact -2**-2k where a*b - c rounds
+    to 0; on vectors, lane by lane."""
+    from numba import njit
+
+    from expansions.engine.simd import LANES, fma, vload, vstore
+
+    k = 30 if dtype == "float64" else 13
+    t = np.dtype(dtype).type
+    a, b, c = t(1 + 2.0**-k), t(1 - 2.0**-k), t(-1)
+    assert njit(lambda a, b, c: fma(a, b, c))(a, b, c) == -(2.0 ** (-2 * k))
+
+    @njit
+    def lanes(x, y, z, out):
+        vstore(out, 0, fma(vload(x, 0), vload(y, 0), vload(z, 0)))
+
+    L = LANES[np.dtype(dtype).itemsize * 8]
+    out = np.zeros(L, dtype)
+    lanes(np.full(L, a), np.full(L, b), np.full(L, c), out)
+    assert (out == -(2.0 ** (-2 * k))).all() and out.dtype == np.dtype(dtype)

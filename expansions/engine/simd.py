@@ -350,11 +350,14 @@ def _lower_invert(context, builder, sig, args):
 
 @intrinsic
 def fma(typingctx, a, b, c):
-    """RN(a*b + c) in each lane, one rounding (``llvm.fma``: vfmadd on x86-64 with FMA)."""
-    if not (_is_float(a) and a == b == c):
+    """RN(a*b + c) with one rounding (``llvm.fma``: vfmadd on x86-64 with FMA), lane by lane on float
+    vectors or on float64/float32 scalars (the operands of one type)."""
+    if not (a == b == c and (_is_float(a) or isinstance(a, types.Float))):
         return None
 
     def codegen(context, builder, sig, args):
+        if isinstance(a, types.Float):
+            return builder.fma(*args)
         return _vector_intrinsic(builder, "llvm.fma", a, list(args))
 
     return a(a, b, c), codegen
