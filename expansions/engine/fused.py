@@ -47,8 +47,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import get_num_threads, njit, prange, types
-from numba.extending import intrinsic, overload
+from numba import get_num_threads, njit, prange
+from numba.extending import overload
 
 from .. import bounds
 from ..formats import check_terms, format_of
@@ -56,6 +56,7 @@ from .kernels import OPTIONS, PARALLEL, operands, terms_array
 from .newton import leading_exponent
 from .simd import (
     LANES,
+    aligned_pointer,
     any_lane,
     fma,
     from_bits,
@@ -93,7 +94,7 @@ def lanes_of(a):
 
 @overload(lanes_of, inline="always")
 def _lanes_of_impl(a):
-    n = LANES[a.dtype.bitwidth]
+    n = LANES[a.dtype.bitwidth]  # a float array, a pointer to floats or a vector
     return lambda a: n
 
 
@@ -111,27 +112,15 @@ def _layout_impl(v):
     return lambda v: (np.uint32(0x7F800000), np.uint32(0x7FFFFFFF), np.uint32(23), np.uint32(0xFF), np.uint32(24))
 
 
-@intrinsic
-def _address(typingctx, arr):
-    """The address of arr's data, as an integer."""
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        return builder.ptrtoint(ary.data, context.get_value_type(types.intp))
-
-    return types.intp(arr), codegen
-
-
-@njit(**OPTIONS)
+@njit(**INNER)
 def workspace(rows, like):
-    """A per-thread scratch of ``rows`` rows of L terms of the type of the array ``like``, its data
-    aligned to 64 bytes (one vector per row, no load across two cache lines)."""
+    """A per-thread scratch of ``rows`` rows of L terms of the type of the array ``like``: (the array, which
+    the caller keeps alive, and a pointer to its first row, aligned to 64 bytes: one vector per row,
+    no load across two cache lines).  The block functions take the pointer: a pointer, unlike an
+    array, carries no reference count to update at every call."""
     L = lanes_of(like)
     buf = np.empty((rows + 1) * L, like.dtype)
-    skip = (-(_address(buf) // buf.itemsize)) % L
-    return buf[skip : skip + rows * L]
+    return buf, aligned_pointer(buf)
 
 
 @njit(**INNER)
@@ -871,7 +860,7 @@ def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
     K2 = K1 + 1
     F = K2 + 1
     sc = F + 2
-    ws = workspace(sc + scratch_rows(n, m, R), x)
+    buf, ws = workspace(sc + scratch_rows(n, m, R), x)
     newton = op >= RECIPROCAL
     no = mask_of(ld(ws, XI), False)
     na = m if op == DIV else n  # terms of the operand of the Newton iteration
@@ -956,6 +945,7 @@ def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
                     st(ws, V + t, where(keep, ld(ws, Q + t), ld(ws, V + t)))
                 result = V
         store_block(ws, result, R, out, first, count)
+    buf[0] = 0  # the workspace stays alive until here (ws points into it)
 
 
 @njit(**PARALLEL)

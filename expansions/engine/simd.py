@@ -9,7 +9,9 @@ algorithms), the vectors are a numba type of their own, :class:`Vec`, whose valu
 (``<8 x double>``, ``<16 x float>``: one AVX-512 register), with the few operations the algorithms
 need written as LLVM instructions:
 
-* ``vload(a, k)`` / ``vstore(a, k, v)``: the LANES elements a[k : k + LANES] of a 1-D array;
+* ``vload(a, k)`` / ``vstore(a, k, v)``: the LANES elements a[k : k + LANES] of a 1-D array or of
+  memory behind a pointer (:func:`aligned_pointer`); :func:`gather_column` / :func:`scatter_column`:
+  one term of LANES consecutive expansions of a 2-D array of terms;
 * ``+ - * /`` and unary ``-`` on float vectors, one IEEE operation per lane rounded to nearest even
   (no fast-math flag, so no contraction or reassociation; ``-v`` flips the sign bit as NumPy does),
   :func:`fma` (``llvm.fma``: one rounding), :func:`vsqrt`;
@@ -85,38 +87,61 @@ def _vector_intrinsic(builder, name, vtype, args, ret=None):
 # memory
 
 
-def _vector_pointer(context, builder, arrty, arr, offset, vty):
-    ary = context.make_array(arrty)(context, builder, arr)
-    ptr = builder.gep(ary.data, [offset])
-    return builder.bitcast(ptr, context.get_value_type(vty).as_pointer())
+def _vector_pointer(context, builder, memty, mem, offset, vty):
+    data = mem if isinstance(memty, types.CPointer) else context.make_array(memty)(context, builder, mem).data
+    return builder.bitcast(builder.gep(data, [offset]), context.get_value_type(vty).as_pointer())
+
+
+def _is_memory(mem):
+    """A 1-D float array or a pointer to floats (the engine's workspace)."""
+    return ((isinstance(mem, types.Array) and mem.ndim == 1 and isinstance(mem.dtype, types.Float))
+            or (isinstance(mem, types.CPointer) and isinstance(mem.dtype, types.Float)))
 
 
 @intrinsic
-def vload(typingctx, arr, offset):
-    """The vector of arr[offset : offset + LANES] (a 1-D contiguous float array; no bounds check)."""
-    if not (isinstance(arr, types.Array) and isinstance(arr.dtype, types.Float) and arr.ndim == 1):
+def vload(typingctx, mem, offset):
+    """The vector of mem[offset : offset + LANES] (a 1-D float array or a pointer to floats; no bounds
+    check)."""
+    if not _is_memory(mem):
         return None
-    vty = Vec(arr.dtype, _lanes_of(arr.dtype))
+    vty = Vec(mem.dtype, _lanes_of(mem.dtype))
 
     def codegen(context, builder, sig, args):
         ptr = _vector_pointer(context, builder, sig.args[0], args[0], args[1], vty)
-        return builder.load(ptr, align=arr.dtype.bitwidth // 8)
+        return builder.load(ptr, align=mem.dtype.bitwidth // 8)
 
-    return vty(arr, types.intp), codegen
+    return vty(mem, types.intp), codegen
 
 
 @intrinsic
-def vstore(typingctx, arr, offset, value):
-    """arr[offset : offset + LANES] = value (no bounds check)."""
-    if not (isinstance(arr, types.Array) and _is_float(value) and value.dtype == arr.dtype and arr.ndim == 1):
+def vstore(typingctx, mem, offset, value):
+    """mem[offset : offset + LANES] = value (no bounds check)."""
+    if not (_is_memory(mem) and _is_float(value) and value.dtype == mem.dtype):
         return None
 
     def codegen(context, builder, sig, args):
         ptr = _vector_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[2])
-        builder.store(args[2], ptr, align=arr.dtype.bitwidth // 8)
+        builder.store(args[2], ptr, align=mem.dtype.bitwidth // 8)
         return context.get_dummy_value()
 
-    return types.none(arr, types.intp, value), codegen
+    return types.none(mem, types.intp, value), codegen
+
+
+@intrinsic
+def aligned_pointer(typingctx, arr):
+    """A pointer to the first element of the 1-D float array arr whose address is a multiple of 64
+    bytes (the caller keeps arr alive and leaves LANES elements for the shift)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(arr.dtype, types.Float)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        i64 = ir.IntType(64)
+        address = builder.ptrtoint(data, i64)
+        aligned = builder.and_(builder.add(address, ir.Constant(i64, 63)), ir.Constant(i64, ~63))
+        return builder.inttoptr(aligned, data.type)
+
+    return types.CPointer(arr.dtype)(arr), codegen
 
 
 def _column_pointers(context, builder, arrty, arr, first, t, count, lanes):
