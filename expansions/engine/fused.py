@@ -220,11 +220,12 @@ def epilogue_block(ws, out, R, xbad, x0, ybad, y0, leading):
     """Twin of ``kernels.nonfinite_epilogue`` on the block's R rows at ``out`` (one operand: pass
     ``ybad`` all false): lanes with a non-finite operand term get (w, 0, ..., 0), w = leading or NaN
     where that operand's leading term is finite; else lanes with a non-finite result term get
-    (±inf, 0, ..., 0) with the sign of ``leading < 0``.  NaN is the canonical quiet NaN."""
+    (±inf, 0, ..., 0) with the sign of ``leading < 0``.  NaN is the canonical quiet NaN.  Returns the
+    lanes so replaced (their term 0 is not finite)."""
     anybad = xbad | ybad
     fix = anybad | nonfinite_rows(ws, out, R)
     if not any_lane(fix):
-        return
+        return fix
     nan = splat(x0, np.nan)
     inf = splat(x0, np.inf)
     w = where(xbad & is_finite(x0), nan, leading)
@@ -235,6 +236,7 @@ def epilogue_block(ws, out, R, xbad, x0, ybad, y0, leading):
     zero = splat(x0, 0.0)
     for t in range(1, R):
         st(ws, out + t, where(fix, zero, ld(ws, out + t)))
+    return fix
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +285,8 @@ def _zero_step(ws, S, E, top, R, z):
 @njit(**OPTIONS)
 def add_safe_block(ws, X, n, Y, m, R, S, E, out):
     """Twin of ``kernels.add_safe`` on a block (``add_safe_row`` of kernels.py, lane by lane as
-    vectors): rows X (n terms) + rows Y (m terms) into R rows at ``out``; S, E: R rows of scratch."""
+    vectors): rows X (n terms) + rows Y (m terms) into R rows at ``out``; S, E: R rows of scratch.
+    Returns the lanes that the non-finite rule replaced."""
     x0 = ld(ws, X)
     y0 = ld(ws, Y)
     zero = splat(x0, 0.0)
@@ -308,14 +311,15 @@ def add_safe_block(ws, X, n, Y, m, R, S, E, out):
     for l in range(R - 1, 0, -1):
         st(ws, out + l, ld(ws, S + l) + ld(ws, E + l - 1))
     st(ws, out, ld(ws, S) + zero)
-    epilogue_block(ws, out, R, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), y0, leading)
+    return epilogue_block(ws, out, R, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), y0, leading)
 
 
 @njit(**OPTIONS)
 def add_fast_block(ws, X, n, Y, m, R, S, E, out):
     """Twin of ``kernels.add_fast`` on a block (``add_fast_row``): the lane-wise 2Sum, then at most
     R-2 rounds while some expansion of the block has a nonzero shifted error (the others run on: the
-    argument of add.cuh), then the errors are added."""
+    argument of add.cuh), then the errors are added.  Returns the lanes that the non-finite rule
+    replaced."""
     x0 = ld(ws, X)
     zero = splat(x0, 0.0)
     for l in range(R):
@@ -345,7 +349,7 @@ def add_fast_block(ws, X, n, Y, m, R, S, E, out):
     for l in range(R - 1, 0, -1):
         st(ws, out + l, ld(ws, S + l) + ld(ws, E + l - 1))
     st(ws, out, ld(ws, S) + zero)
-    epilogue_block(ws, out, R, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), ld(ws, Y), leading)
+    return epilogue_block(ws, out, R, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), ld(ws, Y), leading)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -545,7 +549,8 @@ def mul_block(ws, X, n, Y, m, R, S, E, EP, out, XH, XL, LO, HI, QE, QP):
     """Twin of ``kernels.mul_truncated`` on a block (``mul_row``, Algorithm 2): for i < R-1, the lanes
     2Prod x_l * y_i and 2Sum into the accumulator S, whose lane 0 is output term i; S shifts down a
     lane, and the product and sum errors are propagated; the last term is s_0 + x_0 y_{R-1}.
-    S, E, EP, XH, XL, LO, HI, QE, QP: R rows of scratch each; ``out`` must not be X or Y.
+    S, E, EP, XH, XL, LO, HI, QE, QP: R rows of scratch each; ``out`` must not be X or Y.  Returns the
+    lanes that the non-finite rule replaced.
 
     Only the lanes that reach the result are computed.  Call i + l the position of lane l at step i
     (before the shift): s_0 at step j is output term j (position j), the shift keeps positions, and
@@ -580,7 +585,7 @@ def mul_block(ws, X, n, Y, m, R, S, E, EP, out, XH, XL, LO, HI, QE, QP):
         propagate_block(ws, S, E, EP, top, QE, QP)  # lanes 0 .. top-1 now hold positions i+1 .. R-1
     yi = ld(ws, Y + R - 1) if R - 1 < m else zero
     st(ws, out + R - 1, ld(ws, S) + x0 * yi)
-    epilogue_block(ws, out, R, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), y0, leading)
+    return epilogue_block(ws, out, R, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), y0, leading)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -715,14 +720,15 @@ def nonoverlapping_block(ws, r, R):
 
 
 @njit(**OPTIONS)
-def renormalize_block(ws, X, k, R, out, SRT, ERR, NEW):
+def renormalize_block(ws, X, k, R, out, SRT, ERR, NEW, xbad):
     """Twin of ``kernels.renormalize`` on a block (``renormalize_row``): at most R rounds of stable sort
     by decreasing magnitude, VecSum from the bottom, VecSumErrBranch from the top, until every
     expansion of the block has ulp-nonoverlapping terms (the finished ones keep their terms: their
     round is computed into NEW and not selected); then the non-finite rule.  X: k input rows (not
-    changed; may be ``out``); out: R rows; SRT, ERR: max(k, R) rows of scratch, NEW: R rows."""
+    changed; may be ``out``); out: R rows; SRT, ERR: max(k, R) rows of scratch, NEW: R rows; xbad:
+    the lanes with a non-finite input term.  The non-finite rule changes nothing where no input term
+    is non-finite and every expansion ended nonoverlapping (hence finite): it is skipped then."""
     x0 = ld(ws, X)
-    xbad = nonfinite_rows(ws, X, k)
     leading = x0
     active = xbad | ~xbad
     src = X
@@ -744,6 +750,8 @@ def renormalize_block(ws, X, k, R, out, SRT, ERR, NEW):
                 st(ws, out + t, where(active, ld(ws, NEW + t), ld(ws, out + t)))
         active = active & ~nonoverlapping_block(ws, out, R)
         if not any_lane(active):
+            if not any_lane(xbad):
+                return
             break
         src = out
         kk = R
@@ -773,15 +781,16 @@ def binary_block(op, ws, X, n, Y, m, R, renormalize, out, scratch):
     ERR = SRT + k
     raw = T if renormalize else out
     if op == MUL:
-        mul_block(ws, X, n, Y, m, R, S, E, EP, raw, XH, XL, LO, HI, QE, QP)
+        bad = mul_block(ws, X, n, Y, m, R, S, E, EP, raw, XH, XL, LO, HI, QE, QP)
     elif op == ADD_SAFE:
-        add_safe_block(ws, X, n, Y, m, R, S, E, raw)
+        bad = add_safe_block(ws, X, n, Y, m, R, S, E, raw)
     elif op == ADD_FAST:
-        add_fast_block(ws, X, n, Y, m, R, S, E, raw)
+        bad = add_fast_block(ws, X, n, Y, m, R, S, E, raw)
     else:
         raw = X
-    if renormalize:
-        renormalize_block(ws, raw, R if op != RENORMALIZE else n, R, out, SRT, ERR, NEW)
+        bad = nonfinite_rows(ws, X, n)
+    if renormalize:  # the kernel's output has a non-finite term exactly where its non-finite rule acted
+        renormalize_block(ws, raw, R if op != RENORMALIZE else n, R, out, SRT, ERR, NEW, bad)
 
 
 # ---------------------------------------------------------------------------------------------
