@@ -5,6 +5,12 @@
   count), for R in 2, 3, 4, 5, 8, 13, 16, 31, 32, float64 and float32, on the verification's input
   families (``expansions.verify.families``), on the same inputs with NaN or an infinity in some term,
   with overflowing results, with operands of other numbers of terms (one-term divisors included);
+* the fused engine (expansions.engine.fused): the kernels and the Newton operations with
+  renormalize=True against the twins followed by the (Newton) renormalizer, on the same variants, at
+  R in 3, 4, 5, 8, 16, 32 (every R of 3..32 with ``pytest --slow``); the stable sort's ties (±a, ±0,
+  NaN, inf, subnormals); counts that are not a multiple of the block and the parallel path; products
+  where the FMA and the twins' Dekker product differ (exactly checked); hypothesis bit patterns;
+  vector instructions in the compiled hot loops; the engine backend fusing the public operators;
 * how the engine is compiled: no multiply-add contracted into an FMA (a*b - c where the fused result
   differs), subnormals kept (no flush to zero);
 * the package's interface: available(), the twins' names, errors on bad input.
