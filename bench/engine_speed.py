@@ -1,19 +1,33 @@
-"""Speed of the compiled CPU engine (expansions.engine) against the NumPy twins, and its compile time.
+"""Speed of the compiled CPU engine: its fused operations beside the previous per-expansion path, through
+the public API, and its compile time.
 
-For add (add_safe), mul (mul_truncated), div and sqrt at each R, float64, on ``--n`` random
-ulp-nonoverlapping expansions: Mop/s of the engine with one thread (``numba.set_num_threads(1)``) and
-with all of numba's threads (median of ``--repeats`` timed calls after a warm-up call), and of the twin
-(median of its timed calls; on fewer expansions where a call of the twin on ``--n`` would take more than
-``--twin-budget`` seconds: the count is in the table).  The engine's result is checked equal to the
-twin's, bit for bit, on the twin's expansions.
+For x + y (safe addition), x * y, x / y and sqrt(x) at each R, float64, on ``--n`` random
+ulp-nonoverlapping expansions (``expansions.generate.random_terms``):
 
-Compile time: the first call of each kernel (float64) in a fresh process with an empty numba cache
-(``NUMBA_CACHE_DIR`` a new temporary folder), then in a second fresh process with that cache (the code
-loaded from disk).
+* ``public``: the operators of ``ExpansionArray`` on the engine backend (``x + y``, ``x * y``,
+  ``x / y``, ``ex.sqrt(x)``), what a user runs: one fused pass per operation;
+* ``fused``: the engine's functions with ``renormalize=True`` (:mod:`expansions.engine.fused`: the
+  operation, its renormalization and the non-finite rule in one compiled loop over blocks of
+  expansions on SIMD lanes);
+* ``rows``: the engine's path before issue 28, kept here as the baseline: the row functions of
+  :mod:`expansions.engine.kernels` and :mod:`expansions.engine.newton` (one expansion per loop
+  iteration, lanes updated one by one), the kernel in one compiled pass and the renormalization in a
+  second, as the dispatch composed them.
 
-Writes ``bench/results/engine_speed_<device>.md`` and ``.json`` (every measurement, raw).
+Each with one thread (``numba.set_num_threads(1)``), Mop/s of the median of ``--repeats`` timed calls
+after a warm-up (the CPU time of the calls, ``time.process_time``, is recorded too: on a shared
+machine it is the steadier figure for one thread); the fused and row results are checked equal, bit
+for bit, to the twins' composition on the first 2000 expansions.  Then, on ``--large`` expansions,
+the fused addition and multiplication with one thread and with all of numba's threads (wall clock).
 
-    python -m bench.engine_speed [--n 100000] [--terms 2 4 8 16 32] [--repeats 5] [--twin-budget 10]
+Compile time: the first call of the fused engine (float64, then float32) and of the row baseline in a
+fresh process with an empty numba cache (``NUMBA_CACHE_DIR`` a new temporary folder), then in a second
+fresh process with that cache.
+
+Writes ``bench/results/engine_speed_<device>.md``, ``.json`` (every measurement, raw) and ``.log``
+(the lines printed while measuring).
+
+    python -m bench.engine_speed [--n 100000] [--terms 3 4 8 16 32] [--repeats 5] [--large 1000000]
 """
 
 from __future__ import annotations
@@ -29,132 +43,252 @@ import time
 from pathlib import Path
 
 import numpy as np
+from numba import njit, prange
 
+import expansions as ex
 import expansions.engine as E
+from expansions import backends, bounds, dispatch
 from expansions.__main__ import device_slug, environment
 from expansions.cpu import kernels as TK
 from expansions.cpu import newton as TN
+from expansions.engine import kernels as K
+from expansions.engine import newton as NR
+from expansions.formats import format_of
 from expansions.generate import random_terms
 
 OPS = ("add", "mul", "div", "sqrt")
+ROW_BLOCK = 64  # expansions per block of the row baseline's prange (its scratch is allocated per block)
+
+# ---------------------------------------------------------------------------------------------
+# the row baseline: the engine before issue 28 (kernel pass, then renormalization pass)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _rows_kernel(mul, x, y, R, out):
+    N, n = x.shape
+    m = y.shape[1]
+    for b in prange((N + ROW_BLOCK - 1) // ROW_BLOCK):
+        s = np.empty(R, x.dtype)
+        e = np.empty(R, x.dtype)
+        ep = np.empty(R, x.dtype)
+        for i in range(b * ROW_BLOCK, min(N, (b + 1) * ROW_BLOCK)):
+            if mul:
+                K.mul_row(x[i], n, y[i], m, R, out[i], s, e, ep)
+            else:
+                K.add_safe_row(x[i], n, y[i], m, False, R, out[i], s, e)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _rows_newton(sqrt, x, y, R, steps, kmin, kmax, out):
+    N, n = x.shape
+    m = y.shape[1]
+    for b in prange((N + ROW_BLOCK - 1) // ROW_BLOCK):
+        ws = np.empty((14, max(n, m, R)), x.dtype)
+        for i in range(b * ROW_BLOCK, min(N, (b + 1) * ROW_BLOCK)):
+            if sqrt:
+                NR._sqrt(x[i], n, R, steps, kmin, kmax, out[i], ws)
+            else:
+                NR._div(x[i], n, y[i], m, R, steps, kmin, kmax, out[i], ws)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _rows_renormalize(x, R, keep_zero, out):
+    N, n = x.shape
+    for b in prange((N + ROW_BLOCK - 1) // ROW_BLOCK):
+        cur = np.empty(max(n, R), x.dtype)
+        srt = np.empty(max(n, R), x.dtype)
+        e = np.empty(max(n, R), x.dtype)
+        for i in range(b * ROW_BLOCK, min(N, (b + 1) * ROW_BLOCK)):
+            K.renormalize_row(x[i], n, R, out[i], cur, srt, e)
+            if keep_zero and x[i, 0] == 0 and out[i, 0] == 0:  # the dispatch's Newton renormalizer
+                for t in range(R):
+                    out[i, t] = x[i, t]
+
+
+def rows(op, x, y, R):
+    """The row baseline of ``op``: the kernel pass, then the renormalization pass."""
+    raw = np.empty((x.shape[0], R), x.dtype)
+    if op in ("add", "mul"):
+        _rows_kernel(op == "mul", x, y, R, raw)
+    else:
+        fmt = format_of(x.dtype)
+        steps = np.array(bounds.newton_steps(R, fmt), dtype=np.int64)
+        _rows_newton(op == "sqrt", x, y, R, steps, 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax, raw)
+    out = np.empty_like(raw)
+    _rows_renormalize(raw, R, op in ("div", "sqrt"), out)
+    return out
+
+
+def fused(op, x, y, R):
+    return {"add": lambda: E.add_safe(x, y, R, renormalize=True),
+            "mul": lambda: E.mul_truncated(x, y, R, renormalize=True),
+            "div": lambda: E.newton_div(x, y, R, renormalize=True),
+            "sqrt": lambda: E.newton_sqrt(x, R, renormalize=True)}[op]()
+
+
+def twins(op, x, y, R):
+    """The specification: the twin, then the dispatch's renormalizer."""
+    if op in ("add", "mul"):
+        raw = (TK.add_safe if op == "add" else TK.mul_truncated)(x, y, R)
+        return TK.renormalize(raw, R)
+    raw = TN.div(x, y, R) if op == "div" else TN.sqrt(x, R)
+    return dispatch._renormalize_newton(backends.cpu, raw, R)
+
+
+def public(op, xa, ya):
+    return {"add": lambda: xa + ya, "mul": lambda: xa * ya, "div": lambda: xa / ya,
+            "sqrt": lambda: ex.sqrt(xa)}[op]
+
+
+# ---------------------------------------------------------------------------------------------
+# measurements
+
+
+def _timed(f, repeats):
+    """(wall seconds of each call, CPU seconds of each call) after one warm-up call."""
+    f()
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t, c = time.perf_counter(), time.process_time()
+        f()
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - t)
+    return wall, cpu
+
+
+def _log(line, lines):
+    print(line, flush=True)
+    lines.append(line)
+
+
+def measure(n, terms, repeats, ops, lines):
+    import numba  # the engine's dependency, imported only to measure it
+
+    numba.set_num_threads(1)
+    backends.set_cpu_backend("engine")
+    rows_out = []
+    for R in terms:
+        x = random_terms((n,), R, "float64", seed=1)
+        y = random_terms((n,), R, "float64", seed=2)
+        x_pos = np.ascontiguousarray(np.where(x[:, :1] < 0, -x, x))
+        for op in ops:
+            a = x_pos if op == "sqrt" else x
+            row = {"operation": op, "R": R, "dtype": "float64", "n": n, "threads": 1}
+            k = min(n, 2000)
+            with np.errstate(all="ignore"):
+                want = twins(op, a[:k], y[:k], R)
+                row["fused_bits_equal"] = bool(np.array_equal(fused(op, a[:k], y[:k], R).view(np.uint64),
+                                                              want.view(np.uint64)))
+                row["rows_bits_equal"] = bool(np.array_equal(rows(op, a[:k], y[:k], R).view(np.uint64),
+                                                             want.view(np.uint64)))
+                xa, ya = ex.from_terms(a), ex.from_terms(y)
+                row["public_bits_equal"] = bool(np.array_equal(public(op, xa[:k], ya[:k])().terms.view(np.uint64),
+                                                               want.view(np.uint64)))
+                for name, f in (("public", public(op, xa, ya)), ("fused", lambda: fused(op, a, y, R)),  # noqa: B023
+                                ("rows", lambda: rows(op, a, y, R))):  # noqa: B023
+                    wall, cpu = _timed(f, repeats)
+                    row[f"{name}_seconds"] = wall
+                    row[f"{name}_cpu_seconds"] = cpu
+                    row[f"{name}_mops"] = n / statistics.median(wall) / 1e6
+                    row[f"{name}_cpu_mops"] = n / min(cpu) / 1e6
+            row["speedup"] = row["fused_mops"] / row["rows_mops"]
+            rows_out.append(row)
+            _log(json.dumps(row), lines)
+    backends.set_cpu_backend(None)
+    return rows_out
+
+
+def scaling(n, repeats, lines):
+    """The fused addition and multiplication at R = 4 on n expansions: one thread and all threads."""
+    import numba  # the engine's dependency, imported only to measure it
+
+    out = []
+    R = 4
+    x = random_terms((n,), R, "float64", seed=3)
+    y = random_terms((n,), R, "float64", seed=4)
+    for op in ("add", "mul"):
+        row = {"operation": op, "R": R, "n": n}
+        for threads in (1, numba.config.NUMBA_NUM_THREADS):
+            numba.set_num_threads(threads)
+            wall, _ = _timed(lambda: fused(op, x, y, R), repeats)  # noqa: B023
+            row[f"{threads}_threads_seconds"] = wall
+            row[f"{threads}_threads_mops"] = n / statistics.median(wall) / 1e6
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        row["threads"] = numba.config.NUMBA_NUM_THREADS
+        row["scaling"] = row[f"{row['threads']}_threads_mops"] / row["1_threads_mops"]
+        out.append(row)
+        _log(json.dumps(row), lines)
+    return out
+
 
 _COMPILE_SCRIPT = r"""
 import json, time
 import numpy as np
 t = time.perf_counter()
 import expansions.engine as E
-from expansions.engine import kernels, newton, reduction
+from bench import engine_speed as B
 imported = time.perf_counter() - t
-x = np.full((4, 3), 1.5)
-x[:, 1:] = 2.0**-60
-calls = {
-    "add_safe / add_fast / sub_* (_add_kernel)": lambda: E.add_safe(x, x, 3),
-    "mul_truncated (_mul_kernel)": lambda: E.mul_truncated(x, x, 3),
-    "renormalize (_renormalize_kernel)": lambda: E.renormalize(x, 3),
-    "reciprocal / div / sqrt (_newton_kernel)": lambda: E.div(x, x, 3),
-    "reduce / reduce_pass (_pass_kernel)": lambda: E.reduce(x, 1, 4, 3),
-}
-out = {"import engine modules": imported}
-for name, f in calls.items():
+out = {"import": imported}
+for dt in ("float64", "float32"):
+    x = np.full((20, 4), 1.5, dtype=dt)
+    x[:, 1:] = 2.0**-30
     t = time.perf_counter()
-    f()
-    out[name] = time.perf_counter() - t
+    E.add_safe(x, x, 4, renormalize=True)
+    out["fused engine, " + dt + " (every operation: one compiled loop)"] = time.perf_counter() - t
+x = np.full((20, 4), 1.5)
+x[:, 1:] = 2.0**-60
+t = time.perf_counter()
+for op in B.OPS:
+    B.rows(op, x, x, 4)
+out["row baseline, float64 (kernel, Newton and renormalization passes)"] = time.perf_counter() - t
 print(json.dumps(out))
 """
 
 
 def compile_times() -> dict:
-    """First-call seconds per kernel (float64): empty cache, then warm cache, each in a fresh process."""
+    """First-call seconds: empty cache, then warm cache, each in a fresh process."""
+    root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
         res = {}
         for label in ("empty cache", "warm cache"):
             t = time.perf_counter()
             p = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT], env=env, capture_output=True, text=True,
-                               check=True)
+                               check=True, cwd=root)
             res[label] = {"process seconds": time.perf_counter() - t, **json.loads(p.stdout.strip().splitlines()[-1])}
     return res
 
 
-def _median_seconds(f, repeats):
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts), ts
-
-
-def _functions(mod_kernels, mod_newton, R):
-    return {
-        "add": lambda x, y: mod_kernels.add_safe(x, y, R),
-        "mul": lambda x, y: mod_kernels.mul_truncated(x, y, R),
-        "div": lambda x, y: mod_newton.div(x, y, R),
-        "sqrt": lambda x, y: mod_newton.sqrt(x, R),
-    }
-
-
-def measure(n, terms, repeats, twin_budget, ops):
-    import numba  # the engine's dependency, imported only to measure it
-
-    all_threads = numba.config.NUMBA_NUM_THREADS
-    rows = []
-    for R in terms:
-        x = random_terms((n,), R, "float64", seed=1)
-        y = random_terms((n,), R, "float64", seed=2)
-        x_pos = np.ascontiguousarray(np.where(x[:, :1] < 0, -x, x))
-        eng = _functions(E, E, R)
-        twin = _functions(TK, TN, R)
-        for op in ops:
-            a = x_pos if op == "sqrt" else x
-            row = {"operation": op, "R": R, "dtype": "float64", "n": n}
-            for threads in (1, all_threads):
-                numba.set_num_threads(threads)
-                eng[op](a, y)  # compiled or loaded before timing
-                med, ts = _median_seconds(lambda: eng[op](a, y), repeats)  # noqa: B023
-                row[f"engine_{threads}t_seconds"] = ts
-                row[f"engine_{threads}t_mops"] = n / med / 1e6
-            numba.set_num_threads(all_threads)
-            # the twin: on n expansions, or fewer when n would exceed the budget
-            k = min(n, 1000)
-            with np.errstate(all="ignore"):
-                t = time.perf_counter()
-                twin[op](a[:k], y[:k])
-                probe = time.perf_counter() - t
-                k = int(min(n, max(1000, twin_budget / max(probe, 1e-9) * k)))
-                reps = 3 if probe * k / 1000 < twin_budget / 3 else 1
-                med, ts = _median_seconds(lambda: twin[op](a[:k], y[:k]), reps)  # noqa: B023
-                want = twin[op](a[:k], y[:k])
-            got = eng[op](a[:k], y[:k])
-            row["twin_n"] = k
-            row["twin_seconds"] = ts
-            row["twin_mops"] = k / med / 1e6
-            row["bits_equal"] = bool(np.array_equal(got.view(np.uint64), want.view(np.uint64)))
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    return rows, all_threads
-
-
-def markdown(rows, compile_res, header, threads) -> str:
+def markdown(rows_out, scale, compile_res, header) -> str:
     lines = [
-        "# Compiled CPU engine (numba) against the NumPy twins",
+        "# Compiled CPU engine (numba): fused operations, the previous per-expansion path, the public API",
         "",
         " ".join(f"{k}: {v};" for k, v in header.items()),
         "",
-        f"Mop/s = expansions per second / 10^6 (median of the timed calls), float64, random ulp-nonoverlapping "
-        f"operands; `1 thread` with `numba.set_num_threads(1)`, `{threads} threads` with all of numba's threads. "
-        "`twin n`: the expansions of the twin's timing (fewer than n where n would exceed the time budget). "
-        "`bits`: engine == twin bit for bit on those expansions. The machine is shared: see the load average.",
+        "Mop/s = expansions per second / 10^6, median of the timed calls (wall clock), float64, random "
+        "ulp-nonoverlapping operands, one thread (`numba.set_num_threads(1)`). `public`: `x + y`, `x * y`, `x / y`, "
+        "`ex.sqrt(x)` on the engine backend; `fused`: the engine's functions with `renormalize=True` (one pass); "
+        "`rows`: the previous path (row functions, kernel pass then renormalization pass). `cpu`: the same from "
+        "the fastest call's CPU time (steadier on a shared machine). `bits`: fused, rows and public equal to the "
+        "twins' composition on 2000 expansions. The machine is shared: see the load averages.",
         "",
-        f"| operation | R | engine 1 thread | engine {threads} threads | twin | speedup 1 thread | "
-        f"speedup {threads} threads | twin n | bits |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| operation | R | public | fused | rows (before) | fused / rows | public (cpu) | fused (cpu) | "
+        "rows (cpu) | bits |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        e1, ea, tw = r["engine_1t_mops"], r[f"engine_{threads}t_mops"], r["twin_mops"]
-        lines.append(f"| {r['operation']} | {r['R']} | {e1:.3g} | {ea:.3g} | {tw:.3g} | {e1 / tw:.3g}x | "
-                     f"{ea / tw:.3g}x | {r['twin_n']} | {'equal' if r['bits_equal'] else 'DIFFER'} |")
-    lines += ["", "## Compile time (float64, first call of each kernel in a fresh process)", "",
+    for r in rows_out:
+        bits = "equal" if r["fused_bits_equal"] and r["rows_bits_equal"] and r["public_bits_equal"] else "DIFFER"
+        lines.append(f"| {r['operation']} | {r['R']} | {r['public_mops']:.3g} | {r['fused_mops']:.3g} | "
+                     f"{r['rows_mops']:.3g} | {r['speedup']:.3g}x | {r['public_cpu_mops']:.3g} | "
+                     f"{r['fused_cpu_mops']:.3g} | {r['rows_cpu_mops']:.3g} | {bits} |")
+    if scale:
+        threads = scale[0]["threads"]
+        lines += ["", f"## All cores ({threads} threads) against one, fused, R = 4, n = {scale[0]['n']}", "",
+                  f"| operation | 1 thread (Mop/s) | {threads} threads (Mop/s) | scaling |", "|---|---|---|---|"]
+        for r in scale:
+            lines.append(f"| {r['operation']} | {r['1_threads_mops']:.3g} | {r[f'{threads}_threads_mops']:.3g} | "
+                         f"{r['scaling']:.2f}x |")
+    lines += ["", "## Compile time (first call in a fresh process)", "",
               "| first call | empty cache (s) | warm cache (s) |", "|---|---|---|"]
     cold, warm = compile_res["empty cache"], compile_res["warm cache"]
     for key in cold:
@@ -165,28 +299,33 @@ def markdown(rows, compile_res, header, threads) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--terms", type=int, nargs="+", default=[2, 4, 8, 16, 32])
+    ap.add_argument("--terms", type=int, nargs="+", default=[3, 4, 8, 16, 32])
     ap.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--twin-budget", type=float, default=10.0, help="seconds for one timed call of a twin")
+    ap.add_argument("--large", type=int, default=1_000_000, help="expansions of the all-cores measurement (0: none)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args(argv)
     import numba  # the engine's dependency, imported only to measure it
 
+    lines: list = []
     compile_res = compile_times()
-    print(json.dumps(compile_res), flush=True)
+    _log(json.dumps(compile_res), lines)
     header = {**environment(), "numba": numba.__version__, "cpu_count": os.cpu_count(),
               "numba_threads": numba.config.NUMBA_NUM_THREADS, "threading_layer_env": numba.config.THREADING_LAYER,
               "command": "python -m bench.engine_speed " + " ".join(argv if argv is not None else sys.argv[1:]),
               "load_average_before": " ".join(f"{v:.2f}" for v in os.getloadavg())}
-    rows, threads = measure(args.n, args.terms, args.repeats, args.twin_budget, args.ops)
+    rows_out = measure(args.n, args.terms, args.repeats, args.ops, lines)
+    scale = scaling(args.large, args.repeats, lines) if args.large else []
+    header["threading_layer"] = numba.threading_layer()
     header["load_average_after"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"engine_speed_{device_slug()}"
-    (out / f"{stem}.md").write_text(markdown(rows, compile_res, header, threads))
-    (out / f"{stem}.json").write_text(json.dumps({"header": header, "compile": compile_res, "rows": rows}, indent=1))
-    print(f"wrote {out / stem}.md and .json")
+    (out / f"{stem}.md").write_text(markdown(rows_out, scale, compile_res, header))
+    (out / f"{stem}.json").write_text(json.dumps({"header": header, "compile": compile_res, "rows": rows_out,
+                                                  "scaling": scale}, indent=1))
+    (out / f"{stem}.log").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out / stem}.md, .json and .log")
     return 0
 
 

@@ -19,8 +19,9 @@ A :class:`Backend` holds the functions that run the library's algorithms on 2-D 
 ==================  ====================================================================
 
 ``cpu`` runs the NumPy twins (:mod:`expansions.cpu`), the executable specification of the kernels;
-``engine`` the compiled CPU engine (:mod:`expansions.engine`, numba: one expansion per loop
-iteration on all cores), tested bit-identical to the twins; ``cuda`` runs the CUDA kernels through
+``engine`` the compiled CPU engine (:mod:`expansions.engine`, numba: blocks of expansions on SIMD
+lanes, on all cores; its kernels renormalize in the same pass, as the CUDA launchers do), tested
+bit-identical to the twins; ``cuda`` runs the CUDA kernels through
 CuPy (:mod:`expansions.cuda.launch`).  All give the same bits.  :func:`for_terms` picks the backend
 of an array of terms (CuPy: cuda; NumPy: :func:`cpu_backend`, the engine unless numba is missing or
 ``EXPANSIONS_CPU=twins`` / :func:`set_cpu_backend` asks for the twins); the operations
@@ -71,8 +72,9 @@ class Backend:
     reduce: Callable
     elementary: Callable
     #: its additions, multiplication and Newton kernels take ``renormalize=True`` and then return the
-    #: renormalized result in one kernel launch (the CUDA launchers); else the renormalization is a
-    #: second call of ``renormalize`` (:func:`expansions.dispatch.operation` composes them).
+    #: renormalized result in one kernel launch (the CUDA launchers) or one pass (the engine's fused
+    #: loops); else the renormalization is a second call of ``renormalize``
+    #: (:func:`expansions.dispatch.operation` composes them).
     renormalizes_in_kernel: bool = False
     #: its ``dw_binary`` takes ``renormalize=True`` and returns the renormalized result in the same
     #: loop (the engine, :mod:`expansions.engine.fused_dw`); implied by ``renormalizes_in_kernel``.
@@ -211,7 +213,8 @@ def engine_backend() -> Backend:
         mul_truncated=e.mul_truncated, renormalize=e.renormalize, negate=e.negate,
         newton_reciprocal=e.newton_reciprocal, newton_div=e.newton_div, newton_sqrt=e.newton_sqrt,
         dw_binary=dw_binary, dw_unary=dw_unary, reduce=e.reduce,
-        elementary=_engine_elementary_function, dw_renormalizes_in_kernel=True, silent=True,
+        elementary=_engine_elementary_function, renormalizes_in_kernel=True,
+        dw_renormalizes_in_kernel=True, silent=True,
     )
 
 

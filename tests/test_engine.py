@@ -5,6 +5,12 @@
   count), for R in 2, 3, 4, 5, 8, 13, 16, 31, 32, float64 and float32, on the verification's input
   families (``expansions.verify.families``), on the same inputs with NaN or an infinity in some term,
   with overflowing results, with operands of other numbers of terms (one-term divisors included);
+* the fused engine (expansions.engine.fused): the kernels and the Newton operations with
+  renormalize=True against the twins followed by the (Newton) renormalizer, on the same variants, at
+  R in 3, 4, 5, 8, 16, 32 (every R of 3..32 with ``pytest --slow``); the stable sort's ties (±a, ±0,
+  NaN, inf, subnormals); counts that are not a multiple of the block and the parallel path; products
+  where the FMA and the twins' Dekker product differ (exactly checked); hypothesis bit patterns;
+  vector instructions in the compiled hot loops; the engine backend fusing the public operators;
 * how the engine is compiled: no multiply-add contracted into an FMA (a*b - c where the fused result
   differs), subnormals kept (no flush to zero);
 * the package's interface: available(), the twins' names, errors on bad input.
@@ -323,3 +329,299 @@ def test_without_numba():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# the fused engine (expansions.engine.fused): each operation and its renormalization in one pass,
+# blocks of expansions on SIMD lanes
+
+
+FAST_RS = (3, 4, 5, 8, 16, 32)
+RENORMALIZED = {  # engine function with renormalize=True: its specification on the twins
+    "add_safe": lambda x, y, R: TK.renormalize(TK.add_safe(x, y, R), R),
+    "add_fast": lambda x, y, R: TK.renormalize(TK.add_fast(x, y, R), R),
+    "sub_safe": lambda x, y, R: TK.renormalize(TK.sub_safe(x, y, R), R),
+    "sub_fast": lambda x, y, R: TK.renormalize(TK.sub_fast(x, y, R), R),
+    "mul_truncated": lambda x, y, R: TK.renormalize(TK.mul_truncated(x, y, R), R),
+}
+
+
+def newton_renormalized(f, *args):
+    """The dispatch's Newton renormalizer applied to the twin ``f``'s result (its specification)."""
+    from expansions import backends, dispatch
+
+    return dispatch._renormalize_newton(backends.cpu, f(*args), args[-1])
+
+
+def fused_cases(R, dtype, seed):
+    x0, y0 = draw(R, dtype, seed)
+    rng = np.random.default_rng([seed, R])
+    cases = list(variants(x0, y0, R))
+    cases += [(f"sizes {n},{m}", resize(x0, n, rng), resize(y0, m, rng)) for n, m in sizes(R)]
+    return cases
+
+
+def check_fused_binary(R, dtype, seed=11):
+    for label, x, y in fused_cases(R, dtype, seed):
+        for name, spec in RENORMALIZED.items():
+            got = run(lambda *a: getattr(E, name)(*a, renormalize=True), x, y, R)  # noqa: B023
+            assert_same(got, run(spec, x, y, R), x, y, what=str((name, "renormalize=True", label)))
+
+
+def check_fused_newton(R, dtype, seed=12):
+    x0, y0 = draw(R, dtype, seed, "div")
+    x1 = x0.copy()
+    x1[::5] = 0
+    x1[1::10] = -x1[1::10]
+    cases = list(variants(x0, y0, R)) + [("zeros", x1, np.ascontiguousarray(x1[::-1]))]
+    for label, x, y in cases:
+        got = run(lambda a, b: E.newton_div(a, b, R, renormalize=True), x, y)
+        assert_same(got, run(newton_renormalized, TN.div, x, y, R), x, y, what=str(("div", label)))
+        got = run(lambda a: E.newton_reciprocal(a, R, renormalize=True), y)
+        assert_same(got, run(newton_renormalized, TN.reciprocal, y, R), y, what=str(("reciprocal", label)))
+        got = run(lambda a: E.newton_sqrt(a, R, renormalize=True), x)
+        assert_same(got, run(newton_renormalized, TN.sqrt, x, R), x, what=str(("sqrt", label)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", FAST_RS)
+def test_fused_binary_bits(R, dtype):
+    """add/sub (safe, fast) and mul with renormalize=True: the twin followed by the twin's renormalize,
+    bit for bit, on the families, non-finite terms, overflow and operands of other sizes."""
+    check_fused_binary(R, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", (3, 4, 8))
+def test_fused_newton_bits(R, dtype):
+    """div, reciprocal, sqrt with renormalize=True: the twin followed by the dispatch's Newton
+    renormalizer (signed zero results kept), bit for bit."""
+    check_fused_newton(R, dtype)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", [R for R in range(3, 33) if R not in FAST_RS])
+def test_fused_every_R(R, dtype):
+    """Every R of 3..32 (the fast tests take 3, 4, 5, 8, 16, 32): the kernels raw and renormalized,
+    the renormalization and the Newton operations, bit for bit."""
+    x, y = draw(R, dtype, 13)
+    for name in BINARY:
+        assert_same(run(getattr(E, name), x, y, R), run(getattr(TK, name), x, y, R), x, y, what=name)
+    assert_same(run(E.renormalize, np.concatenate([x, y], 1), R), run(TK.renormalize, np.concatenate([x, y], 1), R))
+    check_fused_binary(R, dtype)
+    check_fused_newton(R, dtype)
+
+
+def _tie_rows(dtype, R, rng):
+    """Rows of R terms built to exercise the renormalization's stable sort: equal magnitudes of both
+    signs (±a, ±0) in every order, NaN and infinities among them, subnormals, zeros inside, and
+    random permutations of valid expansions."""
+    t = np.dtype(dtype).type
+    tiny = np.finfo(dtype).smallest_subnormal
+    pool = np.array([1.5, -1.5, 0.0, -0.0, 2.0**-30, -(2.0**-30), 3 * tiny, -3 * tiny, tiny, 1.0, -1.0], dtype=dtype)
+    rows = [rng.choice(pool, size=R) for _ in range(40)]
+    rows += [np.array([1.0, -1.0] + [0.0] * (R - 2), dtype=dtype),
+             np.array([-0.0, 0.0] * (R // 2) + [0.0] * (R % 2), dtype=dtype)]
+    special = rng.choice(pool, size=(12, R))
+    special[np.arange(12), rng.integers(0, R, 12)] = rng.choice(np.array([np.nan, np.inf, -np.inf], dtype=dtype), 12)
+    rows += list(special)
+    valid = draw(R, dtype, 14)[0][:24]
+    rows += list(rng.permuted(valid, axis=1))
+    return np.ascontiguousarray(np.array(rows, dtype=dtype)), t
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", (3, 4, 8, 16))
+def test_fused_sort_ties(R, dtype):
+    """The renormalization's sort is NumPy's stable argsort by decreasing magnitude with NaN last: ties
+    ±a and ±0 keep their order (the transposition network swaps only strictly smaller keys), on
+    their own, inside sums (renormalize=True), and beyond R input terms."""
+    rng = np.random.default_rng(R)
+    x, _ = _tie_rows(dtype, R, rng)
+    assert_same(run(E.renormalize, x, R), run(TK.renormalize, x, R), x)
+    long = np.ascontiguousarray(np.concatenate([x, x[::-1]], axis=1))  # 2R terms into R
+    assert_same(run(E.renormalize, long, R), run(TK.renormalize, long, R), long)
+    y = np.ascontiguousarray(rng.permuted(x, axis=0))
+    for name, spec in RENORMALIZED.items():
+        got = run(lambda a, b: getattr(E, name)(a, b, R, renormalize=True), x, y)  # noqa: B023
+        assert_same(got, run(spec, x, y, R), x, y, what=name)
+
+
+@pytest.mark.parametrize("count", (1, 7, 9, 17, 4099))
+def test_fused_block_sizes(count):
+    """Counts that are not a multiple of the block (8 float64 / 16 float32 expansions), and one above
+    the parallel threshold (chunks of blocks over the cores): the twins' bits, nothing written past
+    the end of a partial block."""
+    from expansions.engine import fused
+
+    assert fused.SERIAL_BELOW < 4099
+    for dtype in DTYPES:
+        x, y = families(max(count, 8), 4, dtype, np.random.default_rng(count), "add_safe")
+        x, y = np.ascontiguousarray(x[:count]), np.ascontiguousarray(y[:count])
+        for name, spec in RENORMALIZED.items():
+            assert_same(run(lambda a, b: getattr(E, name)(a, b, 4, renormalize=True), x, y),  # noqa: B023
+                        run(spec, x, y, 4), x, y, what=(name, dtype))
+        assert_same(run(E.mul_truncated, x, y, 4), run(TK.mul_truncated, x, y, 4), x, y)
+        got = run(lambda a, b: E.newton_div(a, b, 3, renormalize=True), x, y)
+        assert_same(got, run(newton_renormalized, TN.div, x, y, 3), x, y)
+    assert E.add_safe(np.zeros((0, 3)), np.zeros((0, 3)), 3, renormalize=True).shape == (0, 3)
+
+
+def _dekker_differs_from_fma(a, b):
+    """Whether the twin's Dekker product error of float64 a*b differs from RN(a*b - RN(a*b)) (an FMA)."""
+    from expansions.cpu.eft import two_prod
+    from expansions.formats import format_of
+    from expansions.reference import fp
+
+    p, e = two_prod(np.array([a]), np.array([b]))
+    fma = fp.fma(fp.from_float(a), fp.from_float(b), fp.neg(fp.from_float(float(p[0]))), format_of("float64"))
+    return float(fp.to_float(fma)) != float(e[0]) or np.signbit(fp.to_float(fma)) != np.signbit(e[0])
+
+
+def test_fused_fma_range():
+    """The multiplication takes the FMA only where it gives the twin's (Dekker) product error: on
+    products whose error falls below the subnormal range (where the two differ, checked exactly here)
+    and near the overflow threshold (the twin's scaled splitting), the engine has the twin's bits;
+    an engine taking the FMA everywhere fails this test."""
+    rng = np.random.default_rng(5)
+    pairs = []
+    while len(pairs) < 8:  # tiny products whose FMA and Dekker errors differ
+        a = float(np.ldexp(rng.uniform(1, 2), int(rng.integers(-560, -500))))
+        b = float(np.ldexp(rng.uniform(1, 2), int(rng.integers(-560, -500))))
+        if _dekker_differs_from_fma(a, b):
+            pairs.append((a, b))
+    R = 4
+    x = np.zeros((len(pairs) * 2, R))
+    y = np.zeros((len(pairs) * 2, R))
+    for i, (a, b) in enumerate(pairs):
+        x[i] = [1.0, a, 0.0, 0.0]  # the product x_1 * y_1 is a * b
+        y[i] = [1.0, b, 0.0, 0.0]
+        x[len(pairs) + i] = [a * 2.0**-40, 0.0, 0.0, 0.0]  # x_0 * y_0 below 2**-1040
+        y[len(pairs) + i] = [b, 0.0, 0.0, 0.0]
+    for R in (3, 4):
+        assert_same(run(E.mul_truncated, x, y, R), run(TK.mul_truncated, x, y, R), x, y)
+        assert_same(run(lambda a, b: E.mul_truncated(a, b, R, renormalize=True), x, y),  # noqa: B023
+                    run(RENORMALIZED["mul_truncated"], x, y, R), x, y)
+    big = np.array([[2.0**1000 * 1.3, 2.0**947, 0.0], [2.0**996, -(2.0**943), 2.0**890],
+                    [2.0**-1000, 2.0**-1060, 0.0]])
+    small = np.array([[2.0**20 * 1.7, 2.0**-33, 0.0], [2.0**-3 * 1.1, 2.0**-57, 0.0],
+                      [2.0**-30 * 1.9, 2.0**-85, 2.0**-140]])
+    for a, b in ((big, small), (small, big)):
+        assert_same(run(E.mul_truncated, a, b, 3), run(TK.mul_truncated, a, b, 3), a, b)
+
+
+def test_fused_hypothesis():
+    """Random bit patterns (hypothesis: any finite or special float64/float32, subnormals and signed
+    zeros included) through add, sub and mul with renormalize=True and the renormalization."""
+    hyp = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    @hyp.settings(max_examples=40, deadline=None, derandomize=True)
+    @hyp.given(st.sampled_from(DTYPES), st.integers(3, 6), st.data())
+    def check(dtype, R, data):
+        width = 64 if dtype == "float64" else 32
+        terms = st.lists(st.floats(width=width, allow_nan=True, allow_infinity=True), min_size=R, max_size=R)
+        rows = data.draw(st.lists(terms, min_size=1, max_size=11))
+        rows2 = data.draw(st.lists(terms, min_size=len(rows), max_size=len(rows)))
+        x = np.array(rows, dtype=dtype)
+        y = np.array(rows2, dtype=dtype)
+        for name in ("add_safe", "sub_fast", "mul_truncated"):
+            got = run(lambda a, b: getattr(E, name)(a, b, R, renormalize=True), x, y)  # noqa: B023
+            assert_same(got, run(RENORMALIZED[name], x, y, R), x, y, what=name)
+        assert_same(run(E.renormalize, x, R), run(TK.renormalize, x, R), x)
+
+    check()
+
+
+_ASM_SCRIPT = r"""
+import json, re
+from numba import types
+from expansions.engine import fused, simd
+ws = types.Array(types.float64, 1, "C")
+i = types.int64
+vec = simd.Vec(types.float64, simd.LANES[64])
+sigs = {"add_safe_block": (ws,) + (i,) * 8, "_product_step": (ws, i, i, vec, i, i, i, i, i, i, i),
+        "propagate_block": (ws,) + (i,) * 6}  # the workspace, rows and sizes; the multiplier y_i
+out = {}
+for name, sig in sigs.items():
+    fn = getattr(fused, name)
+    fn.compile(sig)
+    asm = fn.inspect_asm(fn.signatures[-1])
+    out[name] = {r: {op: len(re.findall(op + r"[^\n]*%" + r, asm)) for op in ("vaddpd", "vsubpd", "vfm\\w*pd")}
+                 for r in ("zmm", "ymm", "xmm")}
+import llvmlite.binding as ll
+out["features"] = ll.get_host_cpu_features().flatten()
+print(json.dumps(out))
+"""
+
+
+def test_fused_vectorized(tmp_path):
+    """The hot loops of the addition and the multiplication (the R = 4 public operations run them: R is
+    a runtime argument) are vector code: compiled afresh (an empty numba cache: cached code cannot
+    be inspected), the assembly of the safe addition's lane steps, the two-product step and the
+    propagation holds packed float64 additions on 512-bit registers where the host has AVX-512 (256
+    with AVX, 128 otherwise), and the two-product packed FMA instructions where the host has FMA; so
+    vectorization cannot silently regress."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-c", _ASM_SCRIPT], env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    features = res.pop("features")
+    reg = "zmm" if "+avx512f" in features else ("ymm" if "+avx" in features else "xmm")
+    for name, counts in res.items():
+        assert counts[reg]["vaddpd"] + counts[reg]["vsubpd"] > 0, (name, reg, counts)
+    if "+fma" in features:
+        assert res["_product_step"][reg]["vfm\\w*pd"] > 0, res["_product_step"]
+
+
+def test_engine_backend_fuses():
+    """The engine backend renormalizes in its kernels (one pass per public operation), and the public
+    operators give the twins' bits on it."""
+    import expansions as ex
+    from expansions import backends
+
+    assert backends.engine_backend().renormalizes_in_kernel
+    x0, y0 = draw(4, "float64", 16)
+    y0 = np.where(y0[:, :1] == 0, 1.0, y0)
+    results = {}
+    for cpu in ("twins", "engine"):
+        backends.set_cpu_backend(cpu)
+        try:
+            x, y = ex.from_terms(x0), ex.from_terms(y0)
+            with np.errstate(all="ignore"):
+                results[cpu] = [(x + y).terms, (x - y).terms, (x * y).terms, (x / y).terms,
+                                ex.sqrt(abs(x)).terms, ex.add(x, y, method="fast").terms]
+        finally:
+            backends.set_cpu_backend(None)
+    for got, want in zip(results["engine"], results["twins"]):
+        assert_same(got, want, x0, y0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_simd_fma(dtype):
+    """``simd.fma`` (the engine's ``llvm.fma``, also for scalars) rounds a*b + c once: with
+    a = 1 + 2**-k, b = 1 - 2**-k, c = -1 (2k > p) it returns the exact -2**-2k where a*b - c rounds
+    to 0; on vectors, lane by lane."""
+    from numba import njit
+
+    from expansions.engine.simd import LANES, fma, vload, vstore
+
+    k = 30 if dtype == "float64" else 13
+    t = np.dtype(dtype).type
+    a, b, c = t(1 + 2.0**-k), t(1 - 2.0**-k), t(-1)
+    assert njit(lambda a, b, c: fma(a, b, c))(a, b, c) == -(2.0 ** (-2 * k))
+
+    @njit
+    def lanes(x, y, z, out):
+        vstore(out, 0, fma(vload(x, 0), vload(y, 0), vload(z, 0)))
+
+    L = LANES[np.dtype(dtype).itemsize * 8]
+    out = np.zeros(L, dtype)
+    lanes(np.full(L, a), np.full(L, b), np.full(L, c), out)
+    assert (out == -(2.0 ** (-2 * k))).all() and out.dtype == np.dtype(dtype)

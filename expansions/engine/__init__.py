@@ -1,16 +1,21 @@
-"""The compiled CPU engine (numba): every operation of the NumPy twins, bit for bit, one expansion per
-loop iteration on all cores.
+"""The compiled CPU engine (numba): every operation of the NumPy twins, bit for bit, on all cores.
 
 Drop-in for the twins (same names, signatures, shapes, dtypes and bits):
 
 * :mod:`expansions.cpu.kernels`: :func:`add_safe`, :func:`add_fast`, :func:`sub_safe`, :func:`sub_fast`,
-  :func:`mul_truncated`, :func:`renormalize`, :func:`negate` (:mod:`expansions.engine.kernels`);
+  :func:`mul_truncated`, :func:`renormalize` (:mod:`expansions.engine.fused`: blocks of expansions on
+  SIMD lanes, the GPU's layout transposed), :func:`negate` (:mod:`expansions.engine.kernels`);
 * :mod:`expansions.cpu.newton`: :func:`reciprocal`, :func:`div`, :func:`sqrt`, also named
-  :func:`newton_reciprocal`, :func:`newton_div`, :func:`newton_sqrt` (:mod:`expansions.engine.newton`);
+  :func:`newton_reciprocal`, :func:`newton_div`, :func:`newton_sqrt` (:mod:`expansions.engine.fused`);
 * :mod:`expansions.cpu.reduce`: :func:`reduce`, :func:`reduce_pass` (:mod:`expansions.engine.reduction`);
 * the library's R = 2 operations, one loop each (the double-word algorithm, the non-finite rule and
   the renormalization): :func:`dw_operation` (:func:`expansions.engine.fused_dw.operation`), and
   :func:`dw_binary`, :func:`dw_unary` (without the renormalization) (:mod:`expansions.engine.fused_dw`).
+
+The additions, the multiplication and the Newton operations also take ``renormalize=True``: then
+they return the renormalized result (for the Newton operations, the dispatch's Newton renormalizer)
+computed in the same pass, with the bits of the twin followed by the renormalization, as the CUDA
+launchers do (:func:`expansions.dispatch.operation`).
 
 Importing this package does not import numba; :func:`available` says whether the engine can run and
 :func:`unavailable_reason` why not.  The functions are loaded on first access; without numba, accessing
@@ -23,19 +28,19 @@ from __future__ import annotations
 import importlib
 
 _FUNCTIONS = {
-    "add_safe": "kernels",
-    "add_fast": "kernels",
-    "sub_safe": "kernels",
-    "sub_fast": "kernels",
-    "mul_truncated": "kernels",
-    "renormalize": "kernels",
+    "add_safe": "fused",
+    "add_fast": "fused",
+    "sub_safe": "fused",
+    "sub_fast": "fused",
+    "mul_truncated": "fused",
+    "renormalize": "fused",
     "negate": "kernels",
-    "reciprocal": "newton",
-    "div": "newton",
-    "sqrt": "newton",
-    "newton_reciprocal": "newton",
-    "newton_div": "newton",
-    "newton_sqrt": "newton",
+    "reciprocal": "fused",
+    "div": "fused",
+    "sqrt": "fused",
+    "newton_reciprocal": "fused",
+    "newton_div": "fused",
+    "newton_sqrt": "fused",
     "reduce": "reduction",
     "reduce_pass": "reduction",
     "dw_operation": "fused_dw",

@@ -1,10 +1,14 @@
-"""Compiled twins of :mod:`expansions.cpu.kernels` (numba, nopython): the safe and fast additions, the
-truncated multiplication and the renormalization of expansions, one expansion per loop iteration.
+"""The twins of :mod:`expansions.cpu.kernels` on one expansion (numba, nopython): the safe and fast
+additions, the truncated multiplication and the renormalization as row functions, the scalar code
+that the programs' loops (:mod:`expansions.programs.loop`), the reductions
+(:mod:`expansions.engine.reduction`) and the Newton rows (:mod:`expansions.engine.newton`) call per
+expansion; the operations on arrays are :mod:`expansions.engine.fused` (the same steps on blocks of
+expansions, vectorized); both are tested bit-identical to the twins.
 
-Each function here has the name, signature, shapes and dtypes of its NumPy twin and returns the same
-bits.  The twin runs every lane of a group as one column of a NumPy array; here one expansion is one
-iteration of a ``prange`` loop and its lanes are the entries of a small local array, updated in
-sequence.  Three facts make the bits the twin's:
+Each row function takes the arguments of its twin for one expansion (a row, its number of terms,
+output and scratch rows) and returns the twin's bits.  The twin runs every lane of a group as one
+column of a NumPy array; here the lanes of one expansion are the entries of a small local array,
+updated in sequence.  Three facts make the bits the twin's:
 
 * only lanes 0..R-1 reach the result: the twin's data flow between lanes is ``shfl_up`` (lane l reads
   lane l-1), ``shfl_down`` masked at lane R-1, and votes over the R term lanes, so padding lanes are
@@ -26,7 +30,7 @@ would fail again.  Lanes above the ones a step of the safe addition can reach ho
 The float32 terms are computed in float32: every constant is made of the terms' type (:func:`_const`)
 so that no operation is promoted to float64, except where the twin itself works in float64 (the
 float32 two-product).  ``cache=True`` keeps the machine code on disk; R and the input sizes are
-runtime arguments, so each kernel is compiled once per dtype.
+runtime arguments, so each function is compiled once per dtype.
 """
 
 from __future__ import annotations
@@ -34,16 +38,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import overload
-
-from ..formats import check_terms
 
 #: Options of every compiled function: no fastmath (IEEE operations, no contraction), IEEE division.
 OPTIONS = {"cache": True, "error_model": "numpy"}
 #: Options of the parallel kernels (a ``prange`` over blocks of expansions).
 PARALLEL = {**OPTIONS, "parallel": True}
-#: Expansions per block of a parallel kernel: scratch space is allocated once per block.
+#: Expansions per block of the parallel loops over row functions (the programs' loops): scratch
+#: space is allocated once per block.
 BLOCK = 64
 
 
@@ -403,51 +406,6 @@ def renormalize_row(x, n, R, out, cur, srt, e):
 
 
 # ---------------------------------------------------------------------------------------------
-# parallel kernels over expansions
-
-
-@njit(**PARALLEL)
-def _add_kernel(x, y, R, negy, safe, out):
-    N, n = x.shape
-    m = y.shape[1]
-    blocks = (N + BLOCK - 1) // BLOCK
-    for b in prange(blocks):
-        s = np.empty(R, x.dtype)
-        e = np.empty(R, x.dtype)
-        for i in range(b * BLOCK, min(N, (b + 1) * BLOCK)):
-            if safe:
-                add_safe_row(x[i], n, y[i], m, negy, R, out[i], s, e)
-            else:
-                add_fast_row(x[i], n, y[i], m, negy, R, out[i], s, e)
-
-
-@njit(**PARALLEL)
-def _mul_kernel(x, y, R, out):
-    N, n = x.shape
-    m = y.shape[1]
-    blocks = (N + BLOCK - 1) // BLOCK
-    for b in prange(blocks):
-        s = np.empty(R, x.dtype)
-        e = np.empty(R, x.dtype)
-        ep = np.empty(R, x.dtype)
-        for i in range(b * BLOCK, min(N, (b + 1) * BLOCK)):
-            mul_row(x[i], n, y[i], m, R, out[i], s, e, ep)
-
-
-@njit(**PARALLEL)
-def _renormalize_kernel(x, R, out):
-    N, n = x.shape
-    k = max(n, R)
-    blocks = (N + BLOCK - 1) // BLOCK
-    for b in prange(blocks):
-        cur = np.empty(k, x.dtype)
-        srt = np.empty(k, x.dtype)
-        e = np.empty(k, x.dtype)
-        for i in range(b * BLOCK, min(N, (b + 1) * BLOCK)):
-            renormalize_row(x[i], n, R, out[i], cur, srt, e)
-
-
-# ---------------------------------------------------------------------------------------------
 # the twins' interface
 
 
@@ -471,53 +429,6 @@ def operands(x, y):
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"x and y must hold as many expansions, got {x.shape[0]} and {y.shape[0]}")
     return x, y
-
-
-def _add(x, y, R, negy, safe):
-    x, y = operands(x, y)
-    R = check_terms(R)
-    out = np.empty((x.shape[0], R), x.dtype)
-    _add_kernel(x, y, R, negy, safe, out)
-    return out
-
-
-def add_safe(x, y, R):
-    """x + y in R terms: Algorithm 1 of Collange et al. (2016); the bits of ``cpu.kernels.add_safe``."""
-    return _add(x, y, R, False, True)
-
-
-def add_fast(x, y, R):
-    """x + y in R terms: Fig. 5 of Collange et al. (2016); the bits of ``cpu.kernels.add_fast``."""
-    return _add(x, y, R, False, False)
-
-
-def sub_safe(x, y, R):
-    """x - y as ``add_safe(x, -y, R)`` (y negated as it is read); the bits of ``cpu.kernels.sub_safe``."""
-    return _add(x, y, R, True, True)
-
-
-def sub_fast(x, y, R):
-    """x - y as ``add_fast(x, -y, R)`` (y negated as it is read); the bits of ``cpu.kernels.sub_fast``."""
-    return _add(x, y, R, True, False)
-
-
-def mul_truncated(x, y, R):
-    """x * y in R terms: Algorithm 2 of Collange et al. (2016); the bits of
-    ``cpu.kernels.mul_truncated``."""
-    x, y = operands(x, y)
-    R = check_terms(R)
-    out = np.empty((x.shape[0], R), x.dtype)
-    _mul_kernel(x, y, R, out)
-    return out
-
-
-def renormalize(x, R):
-    """x (n terms) as R ulp-nonoverlapping terms; the bits of ``cpu.kernels.renormalize``."""
-    x = terms_array(x)
-    R = check_terms(R)
-    out = np.empty((x.shape[0], R), x.dtype)
-    _renormalize_kernel(x, R, out)
-    return out
 
 
 def negate(x):

@@ -1,5 +1,7 @@
-"""Compiled twins of :mod:`expansions.cpu.newton`: reciprocal, division and square root of expansions
-by Newton's iteration (numba, nopython, one expansion per loop iteration).
+"""The twins of :mod:`expansions.cpu.newton` on one expansion: reciprocal, division and square root of
+expansions by Newton's iteration (numba, nopython), the row functions that the programs' loops
+(:mod:`expansions.programs.loop`) call per expansion; the operations on arrays are
+:mod:`expansions.engine.fused` (the same steps on blocks of expansions, vectorized).
 
 The algorithms are the twin's (see its module docstring and :mod:`expansions.bounds`): the operands
 are scaled by powers of two so that the leading term lies in [1, 2) ([1, 4) for the square root),
@@ -8,7 +10,7 @@ passed in), every product the truncated multiplication and every sum the safe ad
 by the renormalization, and :func:`finish` applies the library's non-finite rule.  Each step calls
 the row functions of :mod:`expansions.engine.kernels` (the twins of ``mul_truncated``, ``add_safe``,
 ``renormalize``, non-finite rule included) on the same operands, so every intermediate has the twin's
-bits.  One kernel serves the three operations (``op``), compiled once per dtype.
+bits.
 """
 
 from __future__ import annotations
@@ -16,25 +18,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .. import bounds
-from ..formats import check_terms, format_of
 from .kernels import (
-    BLOCK,
     OPTIONS,
-    PARALLEL,
     _const,
     add_safe_row,
     all_finite,
     epilogue,
     mul_row,
-    operands,
     renormalize_row,
-    terms_array,
 )
-
-RECIPROCAL, DIV, SQRT = 0, 1, 2
 
 
 @njit(**OPTIONS)
@@ -143,53 +137,3 @@ def _sqrt(a, n, R, steps, kmin, kmax, out, ws):
     renormalize_row(T, R, R, U, ws[0], ws[1], ws[2])
     scale(U, R, half, kmin, kmax, out)
     finish(out, R, not all_finite(a, n), a0, False, a0, np.sqrt(a0))
-
-
-@njit(**PARALLEL)
-def _newton_kernel(op, x, y, R, steps, kmin, kmax, out):
-    N, n = x.shape
-    m = y.shape[1]
-    width = max(n, m, R)
-    blocks = (N + BLOCK - 1) // BLOCK
-    for b in prange(blocks):
-        ws = np.empty((14, width), x.dtype)
-        for i in range(b * BLOCK, min(N, (b + 1) * BLOCK)):
-            if op == DIV:
-                _div(x[i], n, y[i], m, R, steps, kmin, kmax, out[i], ws)
-            elif op == SQRT:
-                _sqrt(x[i], n, R, steps, kmin, kmax, out[i], ws)
-            else:
-                _reciprocal(x[i], n, R, steps, kmin, kmax, out[i], ws)
-
-
-def _run(op, x, y, R):
-    R = check_terms(R)
-    fmt = format_of(x.dtype)
-    steps = np.array(bounds.newton_steps(R, fmt), dtype=np.int64)
-    out = np.empty((x.shape[0], R), x.dtype)
-    kmin, kmax = 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax
-    _newton_kernel(op, x, y, R, steps, kmin, kmax, out)
-    return out
-
-
-def newton_reciprocal(a, R):
-    """1/a in R terms; the bits of ``cpu.newton.reciprocal``."""
-    a = terms_array(a, "a")
-    return _run(RECIPROCAL, a, a, R)
-
-
-def newton_div(x, y, R):
-    """x/y in R terms (y may have one term); the bits of ``cpu.newton.div``."""
-    x, y = operands(x, y)
-    return _run(DIV, x, y, R)
-
-
-def newton_sqrt(a, R):
-    """sqrt(a) in R terms; the bits of ``cpu.newton.sqrt``."""
-    a = terms_array(a, "a")
-    return _run(SQRT, a, a, R)
-
-
-reciprocal = newton_reciprocal
-div = newton_div
-sqrt = newton_sqrt
