@@ -51,13 +51,15 @@ def test_reductions_bit_identical_on_a_cluster(client, R):
 
 @pytest.mark.parametrize("scheduler", ["threads", pytest.param("processes", marks=pytest.mark.slow), "synchronous"])
 def test_local_schedulers(scheduler):
-    """Sums, dot and matrix products in chunks give the one-device bits on each local scheduler."""
+    """Sums, dot and matrix products in chunks give the one-device bits (of the element-wise products,
+    which Dask's products are) on each local scheduler."""
     x, y = ex.random((200,), terms=3, seed=1), ex.random((200,), terms=3, seed=2)
     A, B = ex.random((3, 200), terms=3, seed=3), ex.random((200, 2), terms=3, seed=4)
     assert same(exd.sum(exd.from_array(x, 23)).compute(scheduler=scheduler), ex.sum(x))
-    assert same(exd.dot(exd.from_array(x, 23), exd.from_array(y, 23)).compute(scheduler=scheduler), ex.dot(x, y))
+    assert same(exd.dot(exd.from_array(x, 23), exd.from_array(y, 23)).compute(scheduler=scheduler),
+                ex.dot(x, y, method="elementwise"))
     got = (exd.from_array(A, (2, 37)) @ exd.from_array(B, (37, 2))).compute(scheduler=scheduler)
-    assert same(got, ex.matmul(A, B))
+    assert same(got, ex.matmul(A, B, method="elementwise"))  # Dask's products are element-wise
 
 
 def test_elementwise_and_blockwise_functions():
