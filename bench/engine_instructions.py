@@ -17,7 +17,9 @@ renormalization of ulp-nonoverlapping input), ``div``/``sqrt`` (Newton, renormal
 
 Writes ``bench/results/engine_instructions_<device>.md`` and ``.json``.
 
-    python -m bench.engine_instructions [--cases 4:add 4:mul ...] [--n 4000] [--a 2] [--b 22]
+    python -m bench.engine_instructions [--cases 4:add 4:mul 32:mul:1000:42 ...] [--n 4000] [--a 2] [--b 102]
+
+A case ``R:op:n:b`` counts on ``n`` expansions with ``b`` calls instead of ``--n`` and ``--b``.
 """
 
 from __future__ import annotations
@@ -68,7 +70,9 @@ def count(R, op, n, calls, env) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", nargs="+", default=["3:add", "3:mul", "4:add", "4:mul", "4:rawadd", "4:rawmul",
-                                                   "4:renorm", "4:div", "4:sqrt", "8:add", "8:mul", "16:mul"])
+                                                   "4:renorm", "4:div", "4:sqrt", "8:add", "8:mul", "8:div",
+                                                   "16:add", "16:mul:1000:42", "16:div:1000:22", "32:add:1000:42",
+                                                   "32:mul:1000:22"])
     ap.add_argument("--n", type=int, default=4000)
     ap.add_argument("--a", type=int, default=2)
     ap.add_argument("--b", type=int, default=102)
@@ -85,12 +89,14 @@ def main(argv=None) -> int:
         env = {**os.environ, "NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": HASWELL, "NUMBA_CACHE_DIR": cache,
                "OMP_WAIT_POLICY": "passive", "PYTHONHASHSEED": "0"}
         for case in args.cases:
-            R, op = case.split(":")
+            R, op, *rest = case.split(":")
+            n, b = (int(rest[0]), int(rest[1])) if rest else (args.n, args.b)
+            assert n < fused.SERIAL_BELOW, "the counted calls must run on one thread"
             subprocess.run([sys.executable, "-c", _CALLS, R, op, "100", "0"], env=env, check=True)  # compile
-            lo1, lo2 = count(R, op, args.n, args.a, env), count(R, op, args.n, args.a, env)
-            hi = count(R, op, args.n, args.b, env)
-            scale = (args.b - args.a) * args.n
-            row = {"R": int(R), "operation": op, "n": args.n, "calls": [args.a, args.a, args.b],
+            lo1, lo2 = count(R, op, n, args.a, env), count(R, op, n, args.a, env)
+            hi = count(R, op, n, b, env)
+            scale = (b - args.a) * n
+            row = {"R": int(R), "operation": op, "n": n, "calls": [args.a, args.a, b],
                    "instructions": [lo1, lo2, hi], "per_expansion": (hi - (lo1 + lo2) / 2) / scale,
                    "uncertainty": abs(lo1 - lo2) / scale}
             print(json.dumps(row), flush=True)
@@ -101,8 +107,9 @@ def main(argv=None) -> int:
              " ".join(f"{k}: {v};" for k, v in header.items()), "",
              "float64, random ulp-nonoverlapping operands, one thread; the engine compiled for AVX2 (valgrind has no "
              "AVX-512): an 8-lane vector operation is two instructions here, one on AVX-512 hosts.", "",
-             "| R | operation | instructions per expansion | ± |", "|---|---|---|---|"]
-    lines += [f"| {r['R']} | {r['operation']} | {r['per_expansion']:.0f} | {r['uncertainty']:.0f} |" for r in rows]
+             "| R | operation | instructions per expansion | ± | n | calls |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['R']} | {r['operation']} | {r['per_expansion']:.0f} | {r['uncertainty']:.0f} | {r['n']} "
+              f"| {r['calls'][-1]} |" for r in rows]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"engine_instructions_{device_slug()}"
