@@ -1,0 +1,131 @@
+"""The elementary functions compiled per block (expansions.engine.elementary) against the NumPy twins
+(expansions.cpu.elementary), bit for bit: random arguments over each domain, the hard cases of
+verify_elementary, the branch thresholds of the twins' ``thresholds()``, special values (±0, ±inf,
+NaN, a non-finite tail), blocks that mix branches, array sizes that are not a multiple of the block,
+operands of fewer or more terms than R, and an array large enough for the parallel loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from expansions.cpu import elementary as E
+from expansions.formats import format_of
+from expansions.generate import random_terms
+from expansions.verify_elementary import hard_arguments
+
+engine = pytest.importorskip("expansions.engine.elementary", reason="no numba")
+
+# leading values of random arguments per function (inside and across the branches)
+DOMAIN = {"exp": (-40, 40)}
+# R = 32: the body runs on W = R terms (no guard term), so that a change in the body is seen in the
+# result rather than rounded away by the last renormalization
+FAST = [(2, "float64"), (3, "float64"), (4, "float64"), (5, "float64"), (8, "float64"), (32, "float64"),
+        (2, "float32"), (3, "float32"), (8, "float32")]
+SLOW = [(6, "float64"), (9, "float64"), (13, "float64"), (16, "float64"), (31, "float64"),
+        (4, "float32"), (5, "float32"), (16, "float32"), (32, "float32")]
+
+
+def same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def check(name, x, R):
+    with np.errstate(all="ignore"):
+        want = getattr(E, name)(x, R)
+    got = engine.compiled_elementary(name)(x, R)
+    if not same_bits(got, want):
+        bad = np.nonzero((got.view(np.uint8) != want.view(np.uint8)).any(axis=1))[0]
+        raise AssertionError(f"{name} R={R} {x.dtype}: {len(bad)} rows differ, first {bad[:4]}: "
+                             f"x={x[bad[:2]]!r} engine={got[bad[:2]]!r} twin={want[bad[:2]]!r}")
+
+
+def edge_rows(name, R, dtype):
+    """The branch thresholds of ``name`` and their neighbours, special values, non-finite tails."""
+    dt = np.dtype(dtype)
+    th = E.thresholds(dt)
+    fmt = format_of(dt)
+    lead = [0.0, -0.0, np.inf, -np.inf, np.nan, float(fmt.largest)]
+    if name == "exp":
+        for v in (th["exp_lo"], th["exp_hi"]):
+            lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]
+        lead += [dt.type(0.5), dt.type(-0.5), dt.type(2.0**-30), dt.type(np.finfo(dt).tiny),
+                 dt.type(np.finfo(dt).smallest_subnormal), dt.type(700 if dt == np.float64 else 80)]
+    rows = np.zeros((len(lead), R), dtype=dt)
+    with np.errstate(all="ignore"):
+        rows[:, 0] = np.array([float(v) for v in lead], dtype=dt)
+        # a tail just below the leading term's ulp (finite rows), so that every term is used
+        tail = rows[:, 0] * dt.type(2.0 ** -(fmt.p + 1))
+        if R > 1:
+            rows[:, 1] = np.where(np.isfinite(tail), -tail, 0)
+    bad_tail = np.zeros((4, R), dtype=dt)
+    bad_tail[:, 0] = [1.0, -3.0, th["exp_hi"], 0.0]
+    if R > 1:
+        bad_tail[:, R - 1] = [np.nan, np.inf, -np.inf, np.nan]  # a non-finite tail: the non-finite rule
+        rows = np.concatenate([rows, bad_tail])
+    return rows
+
+
+def arguments(name, R, dtype, count=45):
+    lo, hi = DOMAIN[name]
+    rng = np.random.default_rng([R, len(name), ord(name[0])])
+    x = random_terms((count,), R, dtype, seed=R, exponent_range=(-3, 3))
+    scale = rng.uniform(lo, hi, count).astype(dtype)
+    x = (x * scale[:, None]).astype(dtype)  # exact scalings would be nicer; the twins renormalize anyway
+    with np.errstate(all="ignore"):
+        x = E._renormalize(x, R)
+    return np.concatenate([x, hard_arguments(name, R, dtype), edge_rows(name, R, dtype)])
+
+
+@pytest.mark.parametrize("R,dtype", FAST)
+@pytest.mark.parametrize("name", engine.COMPILED)
+def test_compiled_gives_the_twins_bits(name, R, dtype):
+    x = arguments(name, R, dtype)
+    check(name, x, R)
+    # blocks that mix branches and sizes that are not a multiple of the block (8 or 16 lanes)
+    perm = np.random.default_rng(R).permutation(len(x))
+    for size in (1, 7, 9, 17, 33):
+        check(name, np.ascontiguousarray(x[perm[:size]]), R)
+
+
+@pytest.mark.parametrize("R,dtype", [(2, "float64"), (5, "float64"), (3, "float32")])
+@pytest.mark.parametrize("name", engine.COMPILED)
+def test_operands_of_other_widths(name, R, dtype):
+    """An operand of n != R terms: the body's width W = R + 1 from R, the operand truncated or padded."""
+    x = arguments(name, R + 3, dtype, count=20)
+    check(name, x, R)
+    check(name, np.ascontiguousarray(x[:, :1]), R)
+    check(name, np.ascontiguousarray(x[:, : max(1, R - 1)]), R)
+
+
+@pytest.mark.parametrize("name", engine.COMPILED)
+def test_parallel_loop(name):
+    """Arrays of SERIAL_BELOW expansions and more run in chunks over the cores: the same bits."""
+    from expansions.engine.fused import SERIAL_BELOW
+
+    x = arguments(name, 3, "float64", count=SERIAL_BELOW + 100)
+    check(name, x, 3)
+
+
+def test_empty_and_bad_input():
+    fn = engine.compiled_elementary("exp")
+    assert fn(np.zeros((0, 3)), 3).shape == (0, 3)
+    with pytest.raises((ValueError, TypeError)):
+        fn(np.zeros((4, 3), dtype=np.int64), 3)
+    with pytest.raises(ValueError):
+        fn(np.zeros((4, 3)), 0)
+    assert engine.compiled_elementary("atan2") is None
+
+
+def test_the_engine_backend_runs_the_compiled_functions():
+    from expansions import backends
+
+    for name in engine.COMPILED:
+        assert backends.engine_backend().elementary(name) is engine.compiled_elementary(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("R,dtype", SLOW)
+@pytest.mark.parametrize("name", engine.COMPILED)
+def test_compiled_gives_the_twins_bits_more_terms(name, R, dtype):
+    check(name, arguments(name, R, dtype, count=60), R)
