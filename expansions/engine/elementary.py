@@ -33,13 +33,14 @@ whole-array operations (:func:`expansions.backends.engine_backend`).
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 from numba import njit, prange
 
 from ..cpu import constants as C
 from ..cpu import elementary as T
-from ..formats import check_terms, format_of
+from ..formats import MAX_TERMS, check_terms, format_of
 from .fused import (
     ADD_SAFE,
     INNER,
@@ -63,9 +64,9 @@ from .newton import leading_exponent
 from .simd import any_lane, mask_of, splat, where
 
 #: The functions of this module (one compiled loop each); the others run the twins on the engine.
-COMPILED = ("exp",)
+COMPILED = ("exp", "sin", "cos")
 
-EXP = 0
+EXP, SIN, COS = range(3)
 
 # ---------------------------------------------------------------------------------------------
 # the twins' operations on rows of the workspace (w terms; operands of n and m terms)
@@ -187,7 +188,172 @@ def _exp_body(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, OUT, lay, sc):
     scale_block(ws, M, W, KC, kmin, kmax, OUT, F)
 
 
-_EXP_ROWS = 17  # rows per W of _exp_body and _expm1_small together (11 + 6), plus 9 single rows
+# ---------------------------------------------------------------------------------------------
+# sin, cos (twins: _reduce_half_pi, _sincos_small, _sincos_w)
+
+
+@njit(**INNER)
+def _rint_row(ws, src, c, dst, negate):
+    """Row dst := RN-to-integer(src / c) * (-c if ``negate`` else 1), the quotient in the terms' type
+    (a vector division, as the twin's array division), the rest exact."""
+    L = lanes_of(ws)
+    v = splat(ld(ws, src), c)
+    st(ws, dst, ld(ws, src) / v)
+    for j in range(L):
+        ws[dst * L + j] = np.rint(ws[dst * L + j])
+    if negate:
+        st(ws, dst, -ld(ws, dst) * v)
+
+
+@njit(**INNER)
+def _reduce_half_pi(ws, X, W, M, TWO_OVER_PI, HALF_PI, table, p, S, kmin, kmax, OUT, Q, lay, sc):
+    """Rows OUT (W terms) and row Q (q in 0..3, as floats) := the twin's ``_reduce_half_pi`` of rows X:
+    Payne–Hanek on each term with the table row of its exponent (per lane), the products reduced mod 4
+    and summed on M terms, the nearest integer taken off twice, the rest scaled back and times pi/2.
+    TWO_OVER_PI, HALF_PI: M rows of constants.  ``lay``: the first of 5 M + 4 rows of scratch."""
+    L = lanes_of(ws)
+    ACC = lay
+    CC = ACC + M
+    F = CC + M
+    MC = F + M  # one row each: m (a one-term expansion), the integer taken off, -S, two factors
+    KR = MC + 1
+    NS = KR + 1
+    FF = NS + 1
+    rows = table.shape[0]
+    four = 2.0 ** (S + 2)
+    _zero(ws, ACC, M)
+    for j in range(W):
+        for jj in range(L):
+            xj = ws[(X + j) * L + jj]
+            E = leading_exponent(xj) - (p - 1)
+            big = E > 2 and xj != 0
+            ws[MC * L + jj] = math.ldexp(np.float64(xj), -E) if big else xj  # exact: an integer below 2^p
+            idx = min(max(E - 3, 0), rows - 1)
+            for t in range(M):
+                ws[(F + t) * L + jj] = table[idx, t] if big else ws[(TWO_OVER_PI + t) * L + jj]
+        _mul(ws, MC, 1, F, M, M, CC, sc)
+        _rint_row(ws, CC, four, KR, True)
+        _add(ws, CC, M, KR, 1, M, CC, sc)
+        _add(ws, ACC, M, CC, M, M, ACC, sc)
+    one = 2.0**S
+    _rint_row(ws, ACC, one, Q, False)
+    st(ws, KR, -ld(ws, Q) * splat(ld(ws, Q), one))
+    _add(ws, ACC, M, KR, 1, M, ACC, sc)
+    _rint_row(ws, ACC, one, KR, False)  # k2: a tie broken the other way by the tail
+    for jj in range(L):
+        k = ws[Q * L + jj] + ws[KR * L + jj]  # in the terms' type, as the twin's k + k2 (small integers)
+        ws[Q * L + jj] = np.int64(k) % 4
+        ws[NS * L + jj] = -S
+    st(ws, KR, -ld(ws, KR) * splat(ld(ws, KR), one))
+    _add(ws, ACC, M, KR, 1, M, ACC, sc)
+    scale_block(ws, ACC, M, NS, kmin, kmax, ACC, FF)
+    _mul(ws, ACC, M, HALF_PI, M, M, CC, sc)
+    binary_block(RENORMALIZE, ws, CC, W, CC, W, W, True, OUT, sc)  # the first W terms, renormalized
+
+
+@njit(**INNER)
+def _halvings(ws, Rr, W, s, kmin, kmax, Tt, HS, F):
+    """Rows Tt := r 2^-s_row and row HS := s_row, the twin's ``_halvings``: min(max(e + s + 2, 0), s)
+    with e the leading exponent of r's leading term (row HS + 1: scratch; F: 2 rows of scratch)."""
+    L = lanes_of(ws)
+    for j in range(L):
+        rs = min(max(leading_exponent(ws[Rr * L + j]) + s + 2, 0), s)
+        ws[HS * L + j] = rs
+        ws[(HS + 1) * L + j] = -rs
+    scale_block(ws, Rr, W, HS + 1, kmin, kmax, Tt, F)
+
+
+@njit(**INNER)
+def _horner(ws, TAY, ntay, W, Tt, ACC, TMP, sc):
+    """Rows ACC := the twin's ``_horner``: acc = c[n-1]; acc = acc * t + c[k] (TAY: n constants of W rows)."""
+    for t in range(W):
+        st(ws, ACC + t, ld(ws, TAY + (ntay - 1) * W + t))
+    for k in range(ntay - 2, -1, -1):
+        _mul(ws, ACC, W, Tt, W, W, TMP, sc)
+        _add(ws, TMP, W, TAY + k * W, W, W, ACC, sc)
+
+
+@njit(**INNER)
+def _sincos_small(ws, Rr, W, ONE, TAYS, TAYV, ntay, s, kmin, kmax, SN, VC, lay, sc):
+    """Rows SN, VC := the twin's ``_sincos_small(r)``: sin r and 1 - cos r by the Taylor series of
+    t = r 2^-s_row, then the doublings sin 2a = 2 sin a (1 - versin a), versin 2a = 2 sin^2 a in the
+    lanes whose s_row exceeds the step.  ``lay``: the first of 8 W + 4 rows of scratch."""
+    Tt = lay
+    T2 = Tt + W
+    ACC = T2 + W
+    TMP = ACC + W
+    NV = TMP + W
+    SN2 = NV + W
+    VC2 = SN2 + W
+    HS = VC2 + W  # two rows; F: two rows
+    F = HS + 2
+    _halvings(ws, Rr, W, s, kmin, kmax, Tt, HS, F)
+    _mul(ws, Tt, W, Tt, W, W, T2, sc)
+    _horner(ws, TAYS, ntay, W, T2, ACC, TMP, sc)
+    _mul(ws, Tt, W, ACC, W, W, SN, sc)
+    _horner(ws, TAYV, ntay, W, T2, ACC, TMP, sc)
+    _mul(ws, T2, W, ACC, W, W, VC, sc)
+    hs = ld(ws, HS)
+    for i in range(s):
+        more = hs > splat(hs, i)
+        if not any_lane(more):
+            break  # s_row <= i in every lane: no later step is taken either
+        _neg(ws, VC, W, NV)
+        _add(ws, ONE, W, NV, W, W, TMP, sc)
+        _mul(ws, SN, W, TMP, W, W, SN2, sc)
+        _times(ws, SN2, W, 2.0, SN2)
+        _mul(ws, SN, W, SN, W, W, VC2, sc)
+        _times(ws, VC2, W, 2.0, VC2)
+        _select(ws, more, SN2, SN, W, SN)
+        _select(ws, more, VC2, VC, W, VC)
+
+
+@njit(**INNER)
+def _sincos_body(fn, ws, X, W, M, ONE, TAYS, TAYV, ntay, s, TWO_OVER_PI, HALF_PI, table, p, S, kmin, kmax,
+                 quarter_pi, OUT, lay, sc):
+    """Rows OUT := the twin's ``_sin_w`` (fn SIN) or ``_cos_w`` (COS) of rows X: no reduction where
+    |x0| <= pi/4, else Payne–Hanek (in the lanes that need it, when some lane of the block does), the
+    series and doublings, then the quadrant's sign and function by selects.  ``lay``: the first of
+    16 W + 5 M + 10 rows of scratch."""
+    Rr = lay
+    Q = Rr + W
+    SN = Q + 1
+    VC = SN + W
+    CS = VC + W
+    NEG = CS + W
+    RED = NEG + W
+    inner = RED + W
+    x0 = ld(ws, X)
+    zero = splat(x0, 0.0)
+    near = where(x0 < zero, -x0, x0) <= splat(x0, quarter_pi)
+    for t in range(W):
+        st(ws, Rr + t, ld(ws, X + t))
+    st(ws, Q, zero)
+    if any_lane(~near):
+        for t in range(W):
+            st(ws, NEG + t, where(near, zero, ld(ws, X + t)))  # the reduction's lanes; +0 in the others
+        _reduce_half_pi(ws, NEG, W, M, TWO_OVER_PI, HALF_PI, table, p, S, kmin, kmax, RED, SN, inner, sc)
+        _select(ws, near, Rr, RED, W, Rr)
+        st(ws, Q, where(near, zero, ld(ws, SN)))
+    _sincos_small(ws, Rr, W, ONE, TAYS, TAYV, ntay, s, kmin, kmax, SN, VC, inner, sc)
+    _neg(ws, VC, W, NEG)
+    _add(ws, ONE, W, NEG, W, W, CS, sc)
+    q = ld(ws, Q)
+    q0 = q == zero
+    q1 = q == splat(q, 1.0)
+    q2 = q == splat(q, 2.0)
+    A, B = (SN, CS) if fn == SIN else (CS, SN)  # the function at q = 0 and at q = 1 (up to sign)
+    sign1 = 1.0 if fn == SIN else -1.0
+    for t in range(W):
+        a = ld(ws, A + t)
+        b = ld(ws, B + t) * splat(a, sign1)
+        st(ws, OUT + t, where(q0, a, where(q1, b, where(q2, -a, -b))))
+
+
+@njit(**INNER)
+def _body_rows(W, M):
+    """Rows of scratch of the bodies beyond their operands, for W terms and the reduction's M terms."""
+    return 16 * W + 5 * M + 10
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,28 +361,49 @@ _EXP_ROWS = 17  # rows per W of _exp_body and _expm1_small together (11 + 6), pl
 
 
 @njit(**INNER)
-def _unary_blocks(fn, x, R, W, lohi, ln2, tay, ntay, s, kmin, kmax, out, lo, hi):
-    """Blocks lo .. hi-1 of function ``fn`` (EXP) on one thread: load x (n terms), its W-term width
-    (the twin's ``_width``: truncated or padded with zeros), the body in the lanes whose terms are all
-    finite and which take it (the others compute on zeros and get zeros), the special rows, the
-    renormalization to R terms and the non-finite rule with the leading terms' IEEE result."""
+def _leading(fn, v):
+    """The leading term's IEEE result of ``fn`` (the value of the non-finite rule)."""
+    if fn == EXP:
+        return np.exp(v)
+    if fn == SIN:
+        return np.sin(v)
+    return np.cos(v)
+
+
+@njit(**INNER)
+def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, lo, hi):
+    """Blocks lo .. hi-1 of function ``fn`` (EXP, SIN, COS) on one thread: load x (n terms), its
+    W-term width (the twin's ``_width``: truncated or padded with zeros), the body in the lanes whose
+    terms are all finite and which take it (the others compute on zeros and get zeros), the
+    renormalization to R terms, the non-finite rule with the leading terms' IEEE result, then the
+    special rows (finite, not in the body: sin(±0) = ±0).  Constants (see :func:`_setup`): th the
+    thresholds; c1 one-row constants (ln2; 2/pi 2^S and pi/2 on M terms); c2, c3 Taylor coefficients;
+    table the Payne–Hanek table; ints (s, n, kmin, kmax, p, S)."""
     count, n = x.shape
     L = lanes_of(x)
+    s, ntay, kmin, kmax, p, S = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
     XIN = 0
     X = XIN + n
-    LN2 = X + W
-    ONE = LN2 + W
-    TAY = ONE + W
-    OUTW = TAY + ntay * W
+    ONE = X + W
+    K1 = ONE + W  # c1's rows: W (exp) or 2 M (sin, cos)
+    TA = K1 + 2 * M
+    TB = TA + ntay * W
+    OUTW = TB + ntay * W
     FIN = OUTW + W
     lay = FIN + max(R, W)
-    sc = lay + _EXP_ROWS * W + 9
-    buf, ws = workspace(sc + scratch_rows(W, W, max(R, W)), x)
-    _put(ws, LN2, ln2, 0, W)
+    sc = lay + _body_rows(W, M)
+    buf, ws = workspace(sc + scratch_rows(M, M, max(R, M)), x)
     _zero(ws, ONE, W)
     st(ws, ONE, splat(ld(ws, ONE), 1.0))
+    if fn == EXP:
+        _put(ws, K1, c1, 0, W)
+    else:
+        _put(ws, K1, c1, 0, M)
+        _put(ws, K1 + M, c1, 1, M)
     for k in range(ntay):
-        _put(ws, TAY + k * W, tay, k, W)
+        _put(ws, TA + k * W, c2, k, W)
+        if fn != EXP:
+            _put(ws, TB + k * W, c3, k, W)
     for b in range(lo, hi):
         first = b * L
         load_block(x, first, count, n, False, ws, XIN)
@@ -224,7 +411,9 @@ def _unary_blocks(fn, x, R, W, lohi, ln2, tay, ntay, s, kmin, kmax, out, lo, hi)
         zero = splat(x0, 0.0)
         xbad = nonfinite_rows(ws, XIN, n)
         if fn == EXP:
-            body = ~xbad & (x0 >= splat(x0, lohi[0])) & (x0 <= splat(x0, lohi[1]))
+            body = ~xbad & (x0 >= splat(x0, th[0])) & (x0 <= splat(x0, th[1]))
+        elif fn == SIN:
+            body = ~xbad & (x0 != zero)
         else:
             body = ~xbad
         for t in range(W):
@@ -232,28 +421,36 @@ def _unary_blocks(fn, x, R, W, lohi, ln2, tay, ntay, s, kmin, kmax, out, lo, hi)
         _zero(ws, OUTW, W)
         if any_lane(body):
             if fn == EXP:
-                _exp_body(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, FIN, lay, sc)
+                _exp_body(ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, FIN, lay, sc)
+            else:
+                _sincos_body(fn, ws, X, W, M, ONE, TA, TB, ntay, s, K1, K1 + M, table, p, S, kmin, kmax,
+                             th[2], FIN, lay, sc)
             _select(ws, body, FIN, OUTW, W, OUTW)
         if fn == EXP:
-            over = ~xbad & (x0 > splat(x0, lohi[1]))
+            over = ~xbad & (x0 > splat(x0, th[1]))
             st(ws, OUTW, where(over, splat(x0, np.inf), ld(ws, OUTW)))
         for j in range(L):
-            ws[X * L + j] = np.exp(ws[XIN * L + j])  # the leading terms' IEEE result
+            ws[X * L + j] = _leading(fn, ws[XIN * L + j])
         leading = ld(ws, X)
         binary_block(RENORMALIZE, ws, OUTW, W, OUTW, W, R, True, FIN, sc)
         epilogue_block(ws, FIN, R, xbad, x0, mask_of(x0, False), x0, leading)
+        if fn == SIN:
+            special = ~xbad & (x0 == zero)
+            st(ws, FIN, where(special, leading, ld(ws, FIN)))
+            for t in range(1, R):
+                st(ws, FIN + t, where(special, zero, ld(ws, FIN + t)))
         store_block(ws, FIN, R, out, first, count)
     buf[0] = 0  # the workspace stays alive until here (ws points into it)
 
 
 @njit(**PARALLEL)
-def _run(fn, x, R, W, lohi, ln2, tay, ntay, s, kmin, kmax, out, chunks):
+def _run(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, chunks):
     blocks = (x.shape[0] + lanes_of(x) - 1) // lanes_of(x)
     if chunks <= 1:
-        _unary_blocks(fn, x, R, W, lohi, ln2, tay, ntay, s, kmin, kmax, out, 0, blocks)
+        _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, 0, blocks)
         return
     for c in prange(chunks):
-        _unary_blocks(fn, x, R, W, lohi, ln2, tay, ntay, s, kmin, kmax, out, c * blocks // chunks,
+        _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, c * blocks // chunks,
                       (c + 1) * blocks // chunks)
 
 
@@ -262,30 +459,57 @@ def _run(fn, x, R, W, lohi, ln2, tay, ntay, s, kmin, kmax, out, chunks):
 
 
 @functools.cache
-def _exp_setup(R: int, dtype: str):
-    """(W, thresholds (lo, hi), ln2, Taylor coefficients, n, s, kmin, kmax) of exp at R terms."""
+def _setup(fn: int, R: int, dtype: str):
+    """The arguments of :func:`_run` for function ``fn`` at R terms of ``dtype``, from the twins' plans,
+    thresholds and constants: (W, M, th, c1, c2, c3, table, ints)."""
     dt = np.dtype(dtype)
     fmt = format_of(dt)
     W = T.working_terms(R)
-    s, n = T._exp_plan(W, fmt)
     th = T.thresholds(dt)
-    lohi = np.array([th["exp_lo"], th["exp_hi"]], dtype=dt)
-    ln2 = np.ascontiguousarray(C.constant("ln2", W, dt.name))
-    tay = np.ascontiguousarray(C.taylor("expm1", n, W, dt.name))
+    thr = np.array([th["exp_lo"], th["exp_hi"], th["quarter_pi"]], dtype=dt)
     kmin, kmax = 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax
-    return W, lohi, ln2, tay, n, s, kmin, kmax
+    empty = np.zeros((1, 1), dtype=dt)
+    if fn == EXP:
+        s, n = T._exp_plan(W, fmt)
+        M = W
+        c1 = C.constant("ln2", W, dt.name)
+        c2, c3, table = C.taylor("expm1", n, W, dt.name), empty, empty
+        S = 0
+    else:
+        s, n = T._sin_plan(W, fmt)
+        M = min(2 * W + 2, MAX_TERMS)
+        S = C.shift_of(fmt)
+        c1 = np.concatenate([C.constant("two_over_pi", M, dt.name, S), C.constant("half_pi", M, dt.name)])
+        c2, c3 = C.taylor("sin", n, W, dt.name), C.taylor("versin", n, W, dt.name)
+        table = C.two_over_pi_table(M, dt.name)
+    ints = np.array([s, n, kmin, kmax, fmt.p, S], dtype=np.int64)
+    arrays = [np.array(a, dtype=dt, order="C") for a in (c1, c2, c3, table)]  # writable: one specialization
+    return (W, M, thr, *arrays, ints)
 
 
-def exp(x, R):
-    """exp(x) in R terms, the bits of :func:`expansions.cpu.elementary.exp` (one compiled loop)."""
+def _unary(fn: int, x, R):
     R = check_terms(R)
     x = terms_array(x)
     out = np.empty((x.shape[0], R), x.dtype)
     if not x.shape[0]:
         return out
-    W, lohi, ln2, tay, n, s, kmin, kmax = _exp_setup(R, x.dtype.name)
-    _run(EXP, x, R, W, lohi, ln2, tay, n, s, kmin, kmax, out, _chunks(x.shape[0]))
+    _run(fn, x, R, *_setup(fn, R, x.dtype.name), out, _chunks(x.shape[0]))
     return out
+
+
+def exp(x, R):
+    """exp(x) in R terms, the bits of :func:`expansions.cpu.elementary.exp` (one compiled loop)."""
+    return _unary(EXP, x, R)
+
+
+def sin(x, R):
+    """sin(x) in R terms, the bits of :func:`expansions.cpu.elementary.sin` (one compiled loop)."""
+    return _unary(SIN, x, R)
+
+
+def cos(x, R):
+    """cos(x) in R terms, the bits of :func:`expansions.cpu.elementary.cos` (one compiled loop)."""
+    return _unary(COS, x, R)
 
 
 def compiled_elementary(name: str):
