@@ -20,7 +20,7 @@ from expansions.verify_elementary import hard_arguments
 engine = pytest.importorskip("expansions.engine.elementary", reason="no numba")
 
 # leading values of random arguments per function (inside and across the branches)
-DOMAIN = {"exp": (-40, 40), "sin": (-40, 40), "cos": (-40, 40)}
+DOMAIN = {"exp": (-40, 40), "sin": (-40, 40), "cos": (-40, 40), "log": (-3, 60)}
 # R = 32: the body runs on W = R terms (no guard term), so that a change in the body is seen in the
 # result rather than rounded away by the last renormalization
 FAST = [(2, "float64"), (3, "float64"), (4, "float64"), (5, "float64"), (8, "float64"), (32, "float64"),
@@ -54,6 +54,11 @@ def edge_rows(name, R, dtype):
             lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]
         lead += [dt.type(0.5), dt.type(-0.5), dt.type(2.0**-30), dt.type(np.finfo(dt).tiny),
                  dt.type(np.finfo(dt).smallest_subnormal), dt.type(700 if dt == np.float64 else 80)]
+    if name == "log":  # sqrt(2) (the mantissa's range), 1, the format's extremes, negative numbers
+        for v in (th["sqrt2"], dt.type(1), dt.type(2), dt.type(0.5)):
+            lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]
+        lead += [dt.type(np.finfo(dt).tiny), dt.type(np.finfo(dt).smallest_subnormal), dt.type(np.finfo(dt).max),
+                 dt.type(2.0**-30), dt.type(1e30), dt.type(-1e-30)]
     if name in ("sin", "cos"):
         for v in (th["quarter_pi"], th["half_pi"], th["three_quarter_pi"], th["pi"]):
             lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]

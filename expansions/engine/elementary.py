@@ -38,6 +38,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .. import bounds
 from ..cpu import constants as C
 from ..cpu import elementary as T
 from ..formats import MAX_TERMS, check_terms, format_of
@@ -49,6 +50,7 @@ from .fused import (
     _chunks,
     binary_block,
     epilogue_block,
+    finish_block,
     lanes_of,
     ld,
     load_block,
@@ -64,9 +66,9 @@ from .newton import leading_exponent
 from .simd import any_lane, mask_of, splat, where
 
 #: The functions of this module (one compiled loop each); the others run the twins on the engine.
-COMPILED = ("exp", "sin", "cos")
+COMPILED = ("exp", "log", "sin", "cos")
 
-EXP, SIN, COS = range(3)
+EXP, SIN, COS, LOG = range(4)
 
 # ---------------------------------------------------------------------------------------------
 # the twins' operations on rows of the workspace (w terms; operands of n and m terms)
@@ -350,10 +352,122 @@ def _sincos_body(fn, ws, X, W, M, ONE, TAYS, TAYV, ntay, s, TWO_OVER_PI, HALF_PI
         st(ws, OUT + t, where(q0, a, where(q1, b, where(q2, -a, -b))))
 
 
+# ---------------------------------------------------------------------------------------------
+# log (twins: newton.div, _div, _log1p_start, _log1p_newton, _log_parts, _log_w)
+
+
+@njit(**INNER)
+def _div(ws, X, n, Y, m, w, dst, steps, first_step, nsteps, kmin, kmax, lay, sc):
+    """Rows dst := the twin's ``_div``: renormalize(newton.div(x, y, w), w).  The reciprocal of y scaled
+    by 2^ky from RN(1/a_0) by the Newton steps ``steps[first_step : first_step + nsteps]``
+    (``bounds.newton_steps(w)``), each product and sum renormalized; then x 2^kx times it, scaled back
+    by 2^(ky - kx), the special cases of ``newton.finish`` (``finish_block``), the renormalization.
+    ``lay``: the first of n + m + 5 w + 6 rows of scratch."""
+    L = lanes_of(ws)
+    KX = lay  # one row each: kx, ky, ky - kx, the constant 2; two rows: the factors of scale_block
+    KY = KX + 1
+    KD = KY + 1
+    TWO = KD + 1
+    F = TWO + 1
+    A = F + 2
+    XS = A + m
+    Z = XS + n
+    V = Z + w
+    NV = V + w
+    WW = NV + w
+    Q = WW + w
+    for j in range(L):
+        kx = -leading_exponent(ws[X * L + j])
+        ky = -leading_exponent(ws[Y * L + j])
+        ws[KX * L + j] = kx
+        ws[KY * L + j] = ky
+        ws[KD * L + j] = ky - kx
+    scale_block(ws, Y, m, KY, kmin, kmax, A, F)
+    a0 = ld(ws, A)
+    st(ws, Z, splat(a0, 1.0) / a0)
+    st(ws, TWO, splat(a0, 2.0))
+    zn = 1
+    for i in range(nsteps):
+        r = steps[first_step + i]
+        _mul(ws, A, min(r, m), Z, zn, r, V, sc)
+        _neg(ws, V, r, NV)
+        _add(ws, TWO, 1, NV, r, r, WW, sc)
+        _mul(ws, Z, zn, WW, r, r, Z, sc)
+        zn = r
+    scale_block(ws, X, n, KX, kmin, kmax, XS, F)
+    _mul(ws, XS, n, Z, zn, w, Q, sc)
+    scale_block(ws, Q, w, KD, kmin, kmax, Q, F)
+    x0 = ld(ws, X)
+    y0 = ld(ws, Y)
+    finish_block(ws, Q, w, nonfinite_rows(ws, X, n), x0, nonfinite_rows(ws, Y, m), y0, x0 / y0)
+    binary_block(RENORMALIZE, ws, Q, w, Q, w, w, True, dst, sc)
+
+
+@njit(**INNER)
+def _log_body(ws, X, W, ONE, LN2, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, OUT, lay, sc):
+    """Rows OUT := the twin's ``_log_w`` of rows X (x > 0 finite, W terms): x = m 2^e with m in
+    [sqrt(1/2), sqrt(2)), f = m - 1, y = log1p(f) by Newton's iteration on expm1 from the float start
+    ``_log1p_start`` (coefficients ``start``), the terms of each step and its constants in ``plan``
+    (rows: w_i, s_i, n_i, the Taylor rows' offset from TAYROWS, the number of the Newton division's steps,
+    the Taylor coefficients' first row in the constants, the steps), then
+    y + e ln2.  ``lay``: the first of 19 W + 10 rows of scratch."""
+    L = lanes_of(ws)
+    E1 = lay  # one row each: e, -e; two rows: the factors of scale_block
+    NE = E1 + 1
+    F2 = NE + 1
+    Mr = F2 + 2
+    NONE = Mr + W
+    Fr = NONE + W
+    Y = Fr + W
+    YI = Y + W
+    EM = YI + W
+    NEM = EM + W
+    NUM = NEM + W
+    DEN = NUM + W
+    D = DEN + W
+    P = D + W
+    inner = P + W
+    for j in range(L):
+        e = leading_exponent(ws[X * L + j])
+        ws[E1 * L + j] = e
+        ws[NE * L + j] = -e
+    scale_block(ws, X, W, NE, kmin, kmax, Mr, F2)
+    m0 = ld(ws, Mr)
+    up = m0 > splat(m0, sqrt2)
+    st(ws, E1, ld(ws, E1) + where(up, splat(m0, 1.0), splat(m0, 0.0)))
+    _times(ws, Mr, W, 0.5, NUM)
+    _select(ws, up, NUM, Mr, W, Mr)
+    _neg(ws, ONE, W, NONE)
+    _add(ws, Mr, W, NONE, W, W, Fr, sc)
+    # the float start: 2 atanh(u), u = f0 / (2 + f0), by its series in Horner's rule
+    f0 = ld(ws, Fr)
+    u = f0 / (splat(f0, 2.0) + f0)
+    u2 = u * u
+    acc = splat(f0, start[nstart - 1])
+    for k in range(nstart - 2, -1, -1):
+        acc = acc * u2 + splat(f0, start[k])
+    st(ws, Y, (u * acc) * splat(f0, 2.0))
+    yn = 1
+    for i in range(plan.shape[0]):
+        wi, si, ni, off, nst = plan[i, 0], plan[i, 1], plan[i, 2], plan[i, 3], plan[i, 4]
+        zero = splat(f0, 0.0)
+        for t in range(wi):
+            st(ws, YI + t, ld(ws, Y + t) if t < yn else zero)
+        _expm1_small(ws, YI, wi, TAYROWS + off, ni, si, kmin, kmax, EM, inner, sc)
+        _neg(ws, EM, wi, NEM)
+        _add(ws, Fr, wi, NEM, wi, wi, NUM, sc)  # the first wi terms of f (its width wi)
+        _add(ws, ONE, wi, EM, wi, wi, DEN, sc)
+        _div(ws, NUM, wi, DEN, wi, wi, D, plan[i], 6, nst, kmin, kmax, inner, sc)
+        _add(ws, YI, wi, D, wi, wi, Y, sc)
+        yn = wi
+    _mul(ws, E1, 1, LN2, W, W, P, sc)
+    _add(ws, Y, W, P, W, W, OUT, sc)
+
+
 @njit(**INNER)
 def _body_rows(W, M):
     """Rows of scratch of the bodies beyond their operands, for W terms and the reduction's M terms."""
-    return 16 * W + 5 * M + 10
+    return 26 * W + 5 * M + 16
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,27 +481,31 @@ def _leading(fn, v):
         return np.exp(v)
     if fn == SIN:
         return np.sin(v)
-    return np.cos(v)
+    if fn == COS:
+        return np.cos(v)
+    return np.log(v)
 
 
 @njit(**INNER)
-def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, lo, hi):
-    """Blocks lo .. hi-1 of function ``fn`` (EXP, SIN, COS) on one thread: load x (n terms), its
+def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi):
+    """Blocks lo .. hi-1 of function ``fn`` (EXP, SIN, COS, LOG) on one thread: load x (n terms), its
     W-term width (the twin's ``_width``: truncated or padded with zeros), the body in the lanes whose
     terms are all finite and which take it (the others compute on zeros and get zeros), the
     renormalization to R terms, the non-finite rule with the leading terms' IEEE result, then the
-    special rows (finite, not in the body: sin(±0) = ±0).  Constants (see :func:`_setup`): th the
-    thresholds; c1 one-row constants (ln2; 2/pi 2^S and pi/2 on M terms); c2, c3 Taylor coefficients;
-    table the Payne–Hanek table; ints (s, n, kmin, kmax, p, S)."""
+    special rows (finite, not in the body: sin(±0) = ±0, log(±0) = -inf, log(x < 0) = NaN).
+    Constants (see :func:`_setup`): th the thresholds; c1 one-row constants (ln2; 2/pi 2^S and pi/2 on
+    M terms; ln2 and the start's coefficients); c2, c3 Taylor coefficients; table the Payne–Hanek
+    table; ints (s, n, kmin, kmax, p, S, rows of c2 in the workspace, terms of the start); plan the
+    steps of log's Newton iteration (see :func:`_log_body`)."""
     count, n = x.shape
     L = lanes_of(x)
-    s, ntay, kmin, kmax, p, S = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
+    s, ntay, kmin, kmax, p, S, tarows, nstart = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5], ints[6], ints[7]
     XIN = 0
     X = XIN + n
     ONE = X + W
-    K1 = ONE + W  # c1's rows: W (exp) or 2 M (sin, cos)
+    K1 = ONE + W  # c1's rows: W (exp, log) or 2 M (sin, cos)
     TA = K1 + 2 * M
-    TB = TA + ntay * W
+    TB = TA + tarows
     OUTW = TB + ntay * W
     FIN = OUTW + W
     lay = FIN + max(R, W)
@@ -395,15 +513,22 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, lo, hi):
     buf, ws = workspace(sc + scratch_rows(M, M, max(R, M)), x)
     _zero(ws, ONE, W)
     st(ws, ONE, splat(ld(ws, ONE), 1.0))
-    if fn == EXP:
-        _put(ws, K1, c1, 0, W)
-    else:
+    if fn == SIN or fn == COS:
         _put(ws, K1, c1, 0, M)
         _put(ws, K1 + M, c1, 1, M)
-    for k in range(ntay):
-        _put(ws, TA + k * W, c2, k, W)
-        if fn != EXP:
+        for k in range(ntay):
+            _put(ws, TA + k * W, c2, k, W)
             _put(ws, TB + k * W, c3, k, W)
+    else:
+        _put(ws, K1, c1, 0, W)
+    if fn == EXP:
+        for k in range(ntay):
+            _put(ws, TA + k * W, c2, k, W)
+    if fn == LOG:
+        for i in range(plan.shape[0]):
+            wi, ni, off, first = plan[i, 0], plan[i, 2], plan[i, 3], plan[i, 5]
+            for k in range(ni):
+                _put(ws, TA + off + k * wi, c2, first + k, wi)
     for b in range(lo, hi):
         first = b * L
         load_block(x, first, count, n, False, ws, XIN)
@@ -414,14 +539,20 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, lo, hi):
             body = ~xbad & (x0 >= splat(x0, th[0])) & (x0 <= splat(x0, th[1]))
         elif fn == SIN:
             body = ~xbad & (x0 != zero)
+        elif fn == LOG:
+            body = ~xbad & (x0 > zero)
         else:
             body = ~xbad
         for t in range(W):
             st(ws, X + t, where(body, ld(ws, XIN + t), zero) if t < n else zero)
+        if fn == LOG:  # the lanes outside the body compute on 1, not 0 (log's reduction of 0)
+            st(ws, X, where(body, ld(ws, X), splat(x0, 1.0)))
         _zero(ws, OUTW, W)
         if any_lane(body):
             if fn == EXP:
                 _exp_body(ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, FIN, lay, sc)
+            elif fn == LOG:
+                _log_body(ws, X, W, ONE, K1, th[3], c1[1], nstart, plan, TA, kmin, kmax, FIN, lay, sc)
             else:
                 _sincos_body(fn, ws, X, W, M, ONE, TA, TB, ntay, s, K1, K1 + M, table, p, S, kmin, kmax,
                              th[2], FIN, lay, sc)
@@ -434,9 +565,14 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, lo, hi):
         leading = ld(ws, X)
         binary_block(RENORMALIZE, ws, OUTW, W, OUTW, W, R, True, FIN, sc)
         epilogue_block(ws, FIN, R, xbad, x0, mask_of(x0, False), x0, leading)
-        if fn == SIN:
-            special = ~xbad & (x0 == zero)
-            st(ws, FIN, where(special, leading, ld(ws, FIN)))
+        if fn == SIN or fn == LOG:
+            if fn == SIN:
+                special = ~xbad & (x0 == zero)
+                value = leading
+            else:
+                special = ~xbad & (x0 <= zero)
+                value = where(x0 == zero, splat(x0, -np.inf), splat(x0, np.nan))
+            st(ws, FIN, where(special, value, ld(ws, FIN)))
             for t in range(1, R):
                 st(ws, FIN + t, where(special, zero, ld(ws, FIN + t)))
         store_block(ws, FIN, R, out, first, count)
@@ -444,13 +580,13 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, lo, hi):
 
 
 @njit(**PARALLEL)
-def _run(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, chunks):
+def _run(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, chunks):
     blocks = (x.shape[0] + lanes_of(x) - 1) // lanes_of(x)
     if chunks <= 1:
-        _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, 0, blocks)
+        _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, 0, blocks)
         return
     for c in prange(chunks):
-        _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, c * blocks // chunks,
+        _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, c * blocks // chunks,
                       (c + 1) * blocks // chunks)
 
 
@@ -461,20 +597,44 @@ def _run(fn, x, R, W, M, th, c1, c2, c3, table, ints, out, chunks):
 @functools.cache
 def _setup(fn: int, R: int, dtype: str):
     """The arguments of :func:`_run` for function ``fn`` at R terms of ``dtype``, from the twins' plans,
-    thresholds and constants: (W, M, th, c1, c2, c3, table, ints)."""
+    thresholds and constants: (W, M, th, c1, c2, c3, table, ints, plan)."""
     dt = np.dtype(dtype)
     fmt = format_of(dt)
     W = T.working_terms(R)
     th = T.thresholds(dt)
-    thr = np.array([th["exp_lo"], th["exp_hi"], th["quarter_pi"]], dtype=dt)
+    thr = np.array([th["exp_lo"], th["exp_hi"], th["quarter_pi"], th["sqrt2"]], dtype=dt)
     kmin, kmax = 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax
     empty = np.zeros((1, 1), dtype=dt)
+    plan = np.zeros((1, 1), dtype=np.int64)
+    S = nstart = 0
+    M = W
     if fn == EXP:
         s, n = T._exp_plan(W, fmt)
-        M = W
         c1 = C.constant("ln2", W, dt.name)
         c2, c3, table = C.taylor("expm1", n, W, dt.name), empty, empty
-        S = 0
+        tarows = n * W
+    elif fn == LOG:
+        s = n = 0
+        nstart = T._series_terms(fmt.p, 5)
+        start = np.array([dt.type(1) / dt.type(2 * k + 1) for k in range(nstart)], dtype=dt)
+        width = max(W, nstart)
+        c1 = np.zeros((2, width), dtype=dt)
+        c1[0, :W] = C.constant("ln2", W, dt.name)[0]
+        c1[1, :nstart] = start
+        rows, tay, tarows = [], [], 0
+        for wi in T._newton_widths(W):
+            si, ni = T._exp_plan(wi, fmt)
+            steps = list(bounds.newton_steps(wi, fmt))
+            first = sum(len(t) for t in tay)
+            coefs = np.zeros((ni, W), dtype=dt)
+            coefs[:, :wi] = C.taylor("expm1", ni, wi, dt.name)
+            tay.append(coefs)
+            rows.append([wi, si, ni, tarows, len(steps), first, *steps])
+            tarows += ni * wi
+        plan = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
+        for i, r in enumerate(rows):
+            plan[i, : len(r)] = r
+        c2, c3, table = np.concatenate(tay), empty, empty
     else:
         s, n = T._sin_plan(W, fmt)
         M = min(2 * W + 2, MAX_TERMS)
@@ -482,9 +642,10 @@ def _setup(fn: int, R: int, dtype: str):
         c1 = np.concatenate([C.constant("two_over_pi", M, dt.name, S), C.constant("half_pi", M, dt.name)])
         c2, c3 = C.taylor("sin", n, W, dt.name), C.taylor("versin", n, W, dt.name)
         table = C.two_over_pi_table(M, dt.name)
-    ints = np.array([s, n, kmin, kmax, fmt.p, S], dtype=np.int64)
+        tarows = n * W
+    ints = np.array([s, n, kmin, kmax, fmt.p, S, tarows, nstart], dtype=np.int64)
     arrays = [np.array(a, dtype=dt, order="C") for a in (c1, c2, c3, table)]  # writable: one specialization
-    return (W, M, thr, *arrays, ints)
+    return (W, M, thr, *arrays, ints, plan)
 
 
 def _unary(fn: int, x, R):
@@ -510,6 +671,11 @@ def sin(x, R):
 def cos(x, R):
     """cos(x) in R terms, the bits of :func:`expansions.cpu.elementary.cos` (one compiled loop)."""
     return _unary(COS, x, R)
+
+
+def log(x, R):
+    """log(x) in R terms, the bits of :func:`expansions.cpu.elementary.log` (one compiled loop)."""
+    return _unary(LOG, x, R)
 
 
 def compiled_elementary(name: str):
