@@ -20,7 +20,8 @@ from expansions.verify_elementary import hard_arguments
 engine = pytest.importorskip("expansions.engine.elementary", reason="no numba")
 
 # leading values of random arguments per function (inside and across the branches)
-DOMAIN = {"exp": (-40, 40), "sin": (-40, 40), "cos": (-40, 40), "log": (-3, 60)}
+DOMAIN = {"exp": (-40, 40), "expm1": (-3, 3), "sin": (-40, 40), "cos": (-40, 40), "tan": (-40, 40),
+          "log": (-3, 60), "log2": (-3, 60), "log10": (-3, 60)}
 # R = 32: the body runs on W = R terms (no guard term), so that a change in the body is seen in the
 # result rather than rounded away by the last renormalization
 FAST = [(2, "float64"), (3, "float64"), (4, "float64"), (5, "float64"), (8, "float64"), (32, "float64"),
@@ -49,17 +50,20 @@ def edge_rows(name, R, dtype):
     th = E.thresholds(dt)
     fmt = format_of(dt)
     lead = [0.0, -0.0, np.inf, -np.inf, np.nan, float(fmt.largest)]
-    if name == "exp":
+    if name == "expm1":  # the series' range |x| <= 1/2, then exp(x) - 1
+        for v in (dt.type(0.5), dt.type(-0.5)):
+            lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf))]
+    if name in ("exp", "expm1"):
         for v in (th["exp_lo"], th["exp_hi"]):
             lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]
         lead += [dt.type(0.5), dt.type(-0.5), dt.type(2.0**-30), dt.type(np.finfo(dt).tiny),
                  dt.type(np.finfo(dt).smallest_subnormal), dt.type(700 if dt == np.float64 else 80)]
-    if name == "log":  # sqrt(2) (the mantissa's range), 1, the format's extremes, negative numbers
+    if name in ("log", "log2", "log10"):  # sqrt(2) (the mantissa's range), 1, the format's extremes, negative numbers
         for v in (th["sqrt2"], dt.type(1), dt.type(2), dt.type(0.5)):
             lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]
         lead += [dt.type(np.finfo(dt).tiny), dt.type(np.finfo(dt).smallest_subnormal), dt.type(np.finfo(dt).max),
-                 dt.type(2.0**-30), dt.type(1e30), dt.type(-1e-30)]
-    if name in ("sin", "cos"):
+                 dt.type(2.0**-30), dt.type(1e30), dt.type(-1e-30), dt.type(1024), dt.type(1000), dt.type(0.1)]
+    if name in ("sin", "cos", "tan"):
         for v in (th["quarter_pi"], th["half_pi"], th["three_quarter_pi"], th["pi"]):
             lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]
         lead += [dt.type(1e300 if dt == np.float64 else 1e38), dt.type(2.0**1023 if dt == np.float64 else 2.0**127),
@@ -79,7 +83,7 @@ def edge_rows(name, R, dtype):
     if R > 1:
         bad_tail[:, R - 1] = [np.nan, np.inf, -np.inf, np.nan]  # a non-finite tail: the non-finite rule
         rows = np.concatenate([rows, bad_tail])
-    if name in ("sin", "cos"):
+    if name in ("sin", "cos", "tan"):
         rows = np.concatenate([rows, near_ties(R, dt)])
     return rows
 

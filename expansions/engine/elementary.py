@@ -66,9 +66,9 @@ from .newton import leading_exponent
 from .simd import any_lane, mask_of, splat, where
 
 #: The functions of this module (one compiled loop each); the others run the twins on the engine.
-COMPILED = ("exp", "log", "sin", "cos")
+COMPILED = ("exp", "expm1", "log", "log2", "log10", "sin", "cos", "tan")
 
-EXP, SIN, COS, LOG = range(4)
+EXP, SIN, COS, LOG, TAN, EXPM1, LOG2, LOG10 = range(8)
 
 # ---------------------------------------------------------------------------------------------
 # the twins' operations on rows of the workspace (w terms; operands of n and m terms)
@@ -311,12 +311,12 @@ def _sincos_small(ws, Rr, W, ONE, TAYS, TAYV, ntay, s, kmin, kmax, SN, VC, lay, 
 
 
 @njit(**INNER)
-def _sincos_body(fn, ws, X, W, M, ONE, TAYS, TAYV, ntay, s, TWO_OVER_PI, HALF_PI, table, p, S, kmin, kmax,
-                 quarter_pi, OUT, lay, sc):
-    """Rows OUT := the twin's ``_sin_w`` (fn SIN) or ``_cos_w`` (COS) of rows X: no reduction where
-    |x0| <= pi/4, else Payne–Hanek (in the lanes that need it, when some lane of the block does), the
-    series and doublings, then the quadrant's sign and function by selects.  ``lay``: the first of
-    16 W + 5 M + 10 rows of scratch."""
+def _sincos_body(ws, X, W, M, ONE, TAYS, TAYV, ntay, s, TWO_OVER_PI, HALF_PI, table, p, S, kmin, kmax,
+                 quarter_pi, SINO, COSO, lay, sc):
+    """Rows SINO, COSO := the twin's ``_sincos_w`` of rows X: no reduction where |x0| <= pi/4, else
+    Payne–Hanek (in the lanes that need it, when some lane of the block does), the series and
+    doublings, then the quadrant's sign and function by selects.  ``lay``: the first of 16 W + 5 M +
+    10 rows of scratch."""
     Rr = lay
     Q = Rr + W
     SN = Q + 1
@@ -344,12 +344,11 @@ def _sincos_body(fn, ws, X, W, M, ONE, TAYS, TAYV, ntay, s, TWO_OVER_PI, HALF_PI
     q0 = q == zero
     q1 = q == splat(q, 1.0)
     q2 = q == splat(q, 2.0)
-    A, B = (SN, CS) if fn == SIN else (CS, SN)  # the function at q = 0 and at q = 1 (up to sign)
-    sign1 = 1.0 if fn == SIN else -1.0
     for t in range(W):
-        a = ld(ws, A + t)
-        b = ld(ws, B + t) * splat(a, sign1)
-        st(ws, OUT + t, where(q0, a, where(q1, b, where(q2, -a, -b))))
+        sn = ld(ws, SN + t)
+        cs = ld(ws, CS + t)
+        st(ws, SINO + t, where(q0, sn, where(q1, cs, where(q2, -sn, -cs))))
+        st(ws, COSO + t, where(q0, cs, where(q1, -sn, where(q2, -cs, sn))))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,13 +403,14 @@ def _div(ws, X, n, Y, m, w, dst, steps, first_step, nsteps, kmin, kmax, lay, sc)
 
 
 @njit(**INNER)
-def _log_body(ws, X, W, ONE, LN2, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, OUT, lay, sc):
+def _log_body(fn, ws, X, W, ONE, LN2, CK, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, OUT, lay, sc):
     """Rows OUT := the twin's ``_log_w`` of rows X (x > 0 finite, W terms): x = m 2^e with m in
     [sqrt(1/2), sqrt(2)), f = m - 1, y = log1p(f) by Newton's iteration on expm1 from the float start
     ``_log1p_start`` (coefficients ``start``), the terms of each step and its constants in ``plan``
     (rows: w_i, s_i, n_i, the Taylor rows' offset from TAYROWS, the number of the Newton division's steps,
     the Taylor coefficients' first row in the constants, the steps), then
-    y + e ln2.  ``lay``: the first of 19 W + 10 rows of scratch."""
+    y + e ln2 (fn LOG), e + y / ln2 (LOG2: CK = 1/ln2) or (y + e ln2) / ln10 (LOG10: CK = 1/ln10).
+    ``lay``: the first of 19 W + 10 rows of scratch."""
     L = lanes_of(ws)
     E1 = lay  # one row each: e, -e; two rows: the factors of scale_block
     NE = E1 + 1
@@ -460,8 +460,14 @@ def _log_body(ws, X, W, ONE, LN2, sqrt2, start, nstart, plan, TAYROWS, kmin, kma
         _div(ws, NUM, wi, DEN, wi, wi, D, plan[i], 6, nst, kmin, kmax, inner, sc)
         _add(ws, YI, wi, D, wi, wi, Y, sc)
         yn = wi
+    if fn == LOG2:
+        _mul(ws, Y, W, CK, W, W, P, sc)
+        _add(ws, E1, 1, P, W, W, OUT, sc)
+        return
     _mul(ws, E1, 1, LN2, W, W, P, sc)
     _add(ws, Y, W, P, W, W, OUT, sc)
+    if fn == LOG10:
+        _mul(ws, OUT, W, CK, W, W, OUT, sc)
 
 
 @njit(**INNER)
@@ -483,37 +489,79 @@ def _leading(fn, v):
         return np.sin(v)
     if fn == COS:
         return np.cos(v)
+    if fn == TAN:
+        return np.tan(v)
+    if fn == EXPM1:
+        return np.expm1(v)
+    if fn == LOG2:
+        return np.log2(v)
+    if fn == LOG10:
+        return np.log10(v)
     return np.log(v)
 
 
 @njit(**INNER)
+def _expm1_body(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, lo, hi, OUT, AUX, lay, sc):
+    """Rows OUT := the twin's ``_expm1_w`` of rows X: ``_expm1_small`` where |x0| <= 1/2, else
+    exp(x) - 1 with exp as the twin's ``_exp_w`` (its body where lo <= x0 <= hi, 0 below, inf above),
+    each branch run when some lane of the block takes it.  AUX: 4 W rows of scratch."""
+    XS = AUX
+    SM = XS + W
+    BIG = SM + W
+    NONE = BIG + W
+    x0 = ld(ws, X)
+    zero = splat(x0, 0.0)
+    small = where(x0 < zero, -x0, x0) <= splat(x0, 0.5)
+    if any_lane(small):
+        for t in range(W):
+            st(ws, XS + t, where(small, ld(ws, X + t), zero))
+        _expm1_small(ws, XS, W, TAY, ntay, s, kmin, kmax, SM, lay, sc)
+    if any_lane(~small):
+        mid = ~small & (x0 >= splat(x0, lo)) & (x0 <= splat(x0, hi))
+        _zero(ws, BIG, W)
+        if any_lane(mid):
+            for t in range(W):
+                st(ws, XS + t, where(mid, ld(ws, X + t), zero))
+            _exp_body(ws, XS, W, LN2, ONE, TAY, ntay, s, kmin, kmax, NONE, lay, sc)
+            _select(ws, mid, NONE, BIG, W, BIG)
+        st(ws, BIG, where(~small & (x0 > splat(x0, hi)), splat(x0, np.inf), ld(ws, BIG)))
+        _neg(ws, ONE, W, NONE)
+        _add(ws, BIG, W, NONE, W, W, BIG, sc)
+    _select(ws, small, SM, BIG, W, OUT)
+
+
+@njit(**INNER)
 def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi):
-    """Blocks lo .. hi-1 of function ``fn`` (EXP, SIN, COS, LOG) on one thread: load x (n terms), its
-    W-term width (the twin's ``_width``: truncated or padded with zeros), the body in the lanes whose
-    terms are all finite and which take it (the others compute on zeros and get zeros), the
-    renormalization to R terms, the non-finite rule with the leading terms' IEEE result, then the
-    special rows (finite, not in the body: sin(±0) = ±0, log(±0) = -inf, log(x < 0) = NaN).
-    Constants (see :func:`_setup`): th the thresholds; c1 one-row constants (ln2; 2/pi 2^S and pi/2 on
-    M terms; ln2 and the start's coefficients); c2, c3 Taylor coefficients; table the Payne–Hanek
-    table; ints (s, n, kmin, kmax, p, S, rows of c2 in the workspace, terms of the start); plan the
-    steps of log's Newton iteration (see :func:`_log_body`)."""
+    """Blocks lo .. hi-1 of function ``fn`` (one of :data:`COMPILED`) on one thread: load x (n terms),
+    its W-term width (the twin's ``_width``: truncated or padded with zeros), the body in the lanes
+    whose terms are all finite and which take it (the others compute on zeros, 1 for the logarithms,
+    and get zeros), the renormalization to R terms, the non-finite rule with the leading terms' IEEE
+    result, then the special rows (finite, not in the body: f(±0) = ±0 for sin, tan, expm1;
+    log(±0) = -inf, log(x < 0) = NaN).  Constants (see :func:`_setup`): th the thresholds; c1
+    one-row constants (ln2; 2/pi 2^S and pi/2 on M terms; ln2, the log start's coefficients and 1/ln2
+    or 1/ln10); c2, c3 Taylor coefficients; table the Payne–Hanek table; ints (s, n, kmin, kmax, p,
+    S, rows of c2 in the workspace, terms of the start); plan the steps of log's Newton iteration
+    (see :func:`_log_body`) or tan's Newton division (row 0)."""
     count, n = x.shape
     L = lanes_of(x)
     s, ntay, kmin, kmax, p, S, tarows, nstart = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5], ints[6], ints[7]
+    trig = fn == SIN or fn == COS or fn == TAN
+    logs = fn == LOG or fn == LOG2 or fn == LOG10
     XIN = 0
     X = XIN + n
     ONE = X + W
-    K1 = ONE + W  # c1's rows: W (exp, log) or 2 M (sin, cos)
+    K1 = ONE + W  # c1's rows: W (exp, expm1), 2 W (the logarithms) or 2 M (sin, cos, tan)
     TA = K1 + 2 * M
     TB = TA + tarows
     OUTW = TB + ntay * W
     FIN = OUTW + W
-    lay = FIN + max(R, W)
+    AUX = FIN + max(R, W)  # 4 W rows
+    lay = AUX + 4 * W
     sc = lay + _body_rows(W, M)
     buf, ws = workspace(sc + scratch_rows(M, M, max(R, M)), x)
     _zero(ws, ONE, W)
     st(ws, ONE, splat(ld(ws, ONE), 1.0))
-    if fn == SIN or fn == COS:
+    if trig:
         _put(ws, K1, c1, 0, M)
         _put(ws, K1 + M, c1, 1, M)
         for k in range(ntay):
@@ -521,10 +569,11 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
             _put(ws, TB + k * W, c3, k, W)
     else:
         _put(ws, K1, c1, 0, W)
-    if fn == EXP:
+    if fn == EXP or fn == EXPM1:
         for k in range(ntay):
             _put(ws, TA + k * W, c2, k, W)
-    if fn == LOG:
+    if logs:
+        _put(ws, K1 + W, c1, 2, W)
         for i in range(plan.shape[0]):
             wi, ni, off, first = plan[i, 0], plan[i, 2], plan[i, 3], plan[i, 5]
             for k in range(ni):
@@ -537,25 +586,32 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
         xbad = nonfinite_rows(ws, XIN, n)
         if fn == EXP:
             body = ~xbad & (x0 >= splat(x0, th[0])) & (x0 <= splat(x0, th[1]))
-        elif fn == SIN:
+        elif fn == SIN or fn == TAN or fn == EXPM1:
             body = ~xbad & (x0 != zero)
-        elif fn == LOG:
+        elif logs:
             body = ~xbad & (x0 > zero)
         else:
             body = ~xbad
         for t in range(W):
             st(ws, X + t, where(body, ld(ws, XIN + t), zero) if t < n else zero)
-        if fn == LOG:  # the lanes outside the body compute on 1, not 0 (log's reduction of 0)
+        if logs:  # the lanes outside the body compute on 1, not 0 (log's reduction of 0)
             st(ws, X, where(body, ld(ws, X), splat(x0, 1.0)))
         _zero(ws, OUTW, W)
         if any_lane(body):
             if fn == EXP:
                 _exp_body(ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, FIN, lay, sc)
-            elif fn == LOG:
-                _log_body(ws, X, W, ONE, K1, th[3], c1[1], nstart, plan, TA, kmin, kmax, FIN, lay, sc)
+            elif fn == EXPM1:
+                _expm1_body(ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, th[0], th[1], FIN, AUX, lay, sc)
+            elif logs:
+                _log_body(fn, ws, X, W, ONE, K1, K1 + W, th[3], c1[1], nstart, plan, TA, kmin, kmax, FIN, lay,
+                          sc)
             else:
-                _sincos_body(fn, ws, X, W, M, ONE, TA, TB, ntay, s, K1, K1 + M, table, p, S, kmin, kmax,
-                             th[2], FIN, lay, sc)
+                _sincos_body(ws, X, W, M, ONE, TA, TB, ntay, s, K1, K1 + M, table, p, S, kmin, kmax, th[2],
+                             AUX, AUX + W, lay, sc)
+                if fn == TAN:
+                    _div(ws, AUX, W, AUX + W, W, W, FIN, plan[0], 6, plan[0, 4], kmin, kmax, lay, sc)
+                else:
+                    _select(ws, body, AUX if fn == SIN else AUX + W, FIN, W, FIN)
             _select(ws, body, FIN, OUTW, W, OUTW)
         if fn == EXP:
             over = ~xbad & (x0 > splat(x0, th[1]))
@@ -565,13 +621,13 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
         leading = ld(ws, X)
         binary_block(RENORMALIZE, ws, OUTW, W, OUTW, W, R, True, FIN, sc)
         epilogue_block(ws, FIN, R, xbad, x0, mask_of(x0, False), x0, leading)
-        if fn == SIN or fn == LOG:
-            if fn == SIN:
-                special = ~xbad & (x0 == zero)
-                value = leading
-            else:
+        if fn != EXP and fn != COS:
+            if logs:
                 special = ~xbad & (x0 <= zero)
                 value = where(x0 == zero, splat(x0, -np.inf), splat(x0, np.nan))
+            else:
+                special = ~xbad & (x0 == zero)
+                value = leading
             st(ws, FIN, where(special, value, ld(ws, FIN)))
             for t in range(1, R):
                 st(ws, FIN + t, where(special, zero, ld(ws, FIN + t)))
@@ -608,19 +664,21 @@ def _setup(fn: int, R: int, dtype: str):
     plan = np.zeros((1, 1), dtype=np.int64)
     S = nstart = 0
     M = W
-    if fn == EXP:
+    if fn == EXP or fn == EXPM1:
         s, n = T._exp_plan(W, fmt)
         c1 = C.constant("ln2", W, dt.name)
         c2, c3, table = C.taylor("expm1", n, W, dt.name), empty, empty
         tarows = n * W
-    elif fn == LOG:
+    elif fn in (LOG, LOG2, LOG10):
         s = n = 0
         nstart = T._series_terms(fmt.p, 5)
         start = np.array([dt.type(1) / dt.type(2 * k + 1) for k in range(nstart)], dtype=dt)
         width = max(W, nstart)
-        c1 = np.zeros((2, width), dtype=dt)
+        c1 = np.zeros((3, width), dtype=dt)
         c1[0, :W] = C.constant("ln2", W, dt.name)[0]
         c1[1, :nstart] = start
+        if fn != LOG:
+            c1[2, :W] = C.constant("inv_ln2" if fn == LOG2 else "inv_ln10", W, dt.name)[0]
         rows, tay, tarows = [], [], 0
         for wi in T._newton_widths(W):
             si, ni = T._exp_plan(wi, fmt)
@@ -643,6 +701,9 @@ def _setup(fn: int, R: int, dtype: str):
         c2, c3 = C.taylor("sin", n, W, dt.name), C.taylor("versin", n, W, dt.name)
         table = C.two_over_pi_table(M, dt.name)
         tarows = n * W
+        if fn == TAN:
+            steps = list(bounds.newton_steps(W, fmt))
+            plan = np.array([[W, 0, 0, 0, len(steps), 0, *steps]], dtype=np.int64)
     ints = np.array([s, n, kmin, kmax, fmt.p, S, tarows, nstart], dtype=np.int64)
     arrays = [np.array(a, dtype=dt, order="C") for a in (c1, c2, c3, table)]  # writable: one specialization
     return (W, M, thr, *arrays, ints, plan)
@@ -676,6 +737,26 @@ def cos(x, R):
 def log(x, R):
     """log(x) in R terms, the bits of :func:`expansions.cpu.elementary.log` (one compiled loop)."""
     return _unary(LOG, x, R)
+
+
+def log2(x, R):
+    """log2(x) in R terms, the bits of :func:`expansions.cpu.elementary.log2` (one compiled loop)."""
+    return _unary(LOG2, x, R)
+
+
+def log10(x, R):
+    """log10(x) in R terms, the bits of :func:`expansions.cpu.elementary.log10` (one compiled loop)."""
+    return _unary(LOG10, x, R)
+
+
+def tan(x, R):
+    """tan(x) in R terms, the bits of :func:`expansions.cpu.elementary.tan` (one compiled loop)."""
+    return _unary(TAN, x, R)
+
+
+def expm1(x, R):
+    """expm1(x) in R terms, the bits of :func:`expansions.cpu.elementary.expm1` (one compiled loop)."""
+    return _unary(EXPM1, x, R)
 
 
 def compiled_elementary(name: str):
