@@ -21,7 +21,8 @@ engine = pytest.importorskip("expansions.engine.elementary", reason="no numba")
 
 # leading values of random arguments per function (inside and across the branches)
 DOMAIN = {"exp": (-40, 40), "expm1": (-3, 3), "sin": (-40, 40), "cos": (-40, 40), "tan": (-40, 40),
-          "log": (-3, 60), "log2": (-3, 60), "log10": (-3, 60)}
+          "log": (-3, 60), "log2": (-3, 60), "log10": (-3, 60), "sinh": (-12, 12), "cosh": (-12, 12),
+          "tanh": (-5, 5)}
 # R = 32: the body runs on W = R terms (no guard term), so that a change in the body is seen in the
 # result rather than rounded away by the last renormalization
 FAST = [(2, "float64"), (3, "float64"), (4, "float64"), (5, "float64"), (8, "float64"), (32, "float64"),
@@ -50,7 +51,11 @@ def edge_rows(name, R, dtype):
     th = E.thresholds(dt)
     fmt = format_of(dt)
     lead = [0.0, -0.0, np.inf, -np.inf, np.nan, float(fmt.largest)]
-    if name == "expm1":  # the series' range |x| <= 1/2, then exp(x) - 1
+    if name in ("sinh", "cosh", "tanh"):  # the overflow limit, the exp limits of tanh's expm1(-2|x|)
+        for v in (th["hyp_limit"], th["exp_hi"], th["exp_lo"] / dt.type(-2)):
+            lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]
+        lead += [dt.type(2.0**-30), dt.type(-(2.0**-30)), dt.type(np.finfo(dt).tiny), dt.type(20), dt.type(-400)]
+    if name in ("expm1", "sinh", "cosh", "tanh"):  # the series' range |x| <= 1/2
         for v in (dt.type(0.5), dt.type(-0.5)):
             lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf))]
     if name in ("exp", "expm1"):

@@ -66,9 +66,9 @@ from .newton import leading_exponent
 from .simd import any_lane, mask_of, splat, where
 
 #: The functions of this module (one compiled loop each); the others run the twins on the engine.
-COMPILED = ("exp", "expm1", "log", "log2", "log10", "sin", "cos", "tan")
+COMPILED = ("exp", "expm1", "log", "log2", "log10", "sin", "cos", "tan", "sinh", "cosh", "tanh")
 
-EXP, SIN, COS, LOG, TAN, EXPM1, LOG2, LOG10 = range(8)
+EXP, SIN, COS, LOG, TAN, EXPM1, LOG2, LOG10, SINH, COSH, TANH = range(11)
 
 # ---------------------------------------------------------------------------------------------
 # the twins' operations on rows of the workspace (w terms; operands of n and m terms)
@@ -167,9 +167,10 @@ def _expm1_small(ws, Rr, W, TAY, ntay, s, kmin, kmax, E, lay, sc):
 
 
 @njit(**INNER)
-def _exp_body(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, OUT, lay, sc):
-    """Rows OUT := the twin's ``body`` of ``_exp_w`` on rows X (W terms): k = rint(x0 / ln2_0),
-    r = x - k ln2, m = 1 + expm1(r), m 2^k.  ``lay``: the first of 11 W + 5 rows of scratch."""
+def _exp_parts(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, lay, sc):
+    """Row lay (k) and rows lay + 4 W + 1 (m, W rows) := the twin's ``_exp_parts`` of rows X (W terms):
+    k = rint(x0 / ln2_0), r = x - k ln2, m = 1 + expm1(r).  ``lay``: the first of 11 W + 5 rows of
+    scratch (these included)."""
     L = lanes_of(ws)
     KC = lay  # one row: k (a one-term expansion, also the scaling of scale_block)
     P = KC + 1
@@ -177,8 +178,7 @@ def _exp_body(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, OUT, lay, sc):
     Rr = NEG + W
     E = Rr + W
     M = E + W
-    F = M + W
-    inner = F + 2
+    inner = M + W + 2
     st(ws, KC, ld(ws, X) / ld(ws, LN2))
     for j in range(L):
         ws[KC * L + j] = np.rint(ws[KC * L + j])
@@ -187,7 +187,114 @@ def _exp_body(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, OUT, lay, sc):
     _add(ws, X, W, NEG, W, W, Rr, sc)
     _expm1_small(ws, Rr, W, TAY, ntay, s, kmin, kmax, E, inner, sc)
     _add(ws, ONE, W, E, W, W, M, sc)
-    scale_block(ws, M, W, KC, kmin, kmax, OUT, F)
+
+
+@njit(**INNER)
+def _exp_body(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, OUT, lay, sc):
+    """Rows OUT := the twin's ``body`` of ``_exp_w`` on rows X (W terms): m 2^k from
+    :func:`_exp_parts`.  ``lay``: the first of 11 W + 5 rows of scratch."""
+    _exp_parts(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, lay, sc)
+    scale_block(ws, lay + 4 * W + 1, W, lay, kmin, kmax, OUT, lay + 5 * W + 1)
+
+
+@njit(**INNER)
+def _abs_rows(ws, X, W, dst):
+    """Rows dst := the twin's ``np.where(x[:, :1] < 0, -x, x)``."""
+    x0 = ld(ws, X)
+    neg = x0 < splat(x0, 0.0)
+    for t in range(W):
+        v = ld(ws, X + t)
+        st(ws, dst + t, where(neg, -v, v))
+
+
+@njit(**INNER)
+def _sinh_cosh_big(ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, sign, steps, OUT, AUX, lay, sc):
+    """Rows OUT := the twin's ``_sinh_cosh_big(x, sign)``: m 2^k = e^|x| (:func:`_exp_parts`),
+    m 2^(k-1) + sign (1/m) 2^(-k-1).  ``steps``: the plan row of the Newton division at W terms.
+    AUX: 5 W + 5 rows of scratch."""
+    L = lanes_of(ws)
+    AX = AUX
+    MM = AX + W
+    INV = MM + W
+    S1 = INV + W
+    S2 = S1 + W
+    K1r = S2 + W  # one row each: k - 1, -k - 1; two rows: the factors of scale_block
+    K2r = K1r + 1
+    F = K2r + 1
+    _abs_rows(ws, X, W, AX)
+    _exp_parts(ws, AX, W, LN2, ONE, TAY, ntay, s, kmin, kmax, lay, sc)
+    for t in range(W):
+        st(ws, MM + t, ld(ws, lay + 4 * W + 1 + t))
+    for j in range(L):
+        k = ws[lay * L + j]
+        ws[K1r * L + j] = k - 1
+        ws[K2r * L + j] = -k - 1
+    _div(ws, ONE, W, MM, W, W, INV, steps, 6, steps[4], kmin, kmax, lay, sc)
+    scale_block(ws, MM, W, K1r, kmin, kmax, S1, F)
+    scale_block(ws, INV, W, K2r, kmin, kmax, S2, F)
+    _times(ws, S2, W, sign, S2)
+    _add(ws, S1, W, S2, W, W, OUT, sc)
+
+
+@njit(**INNER)
+def _times_sign(ws, src, W, x0, dst):
+    """Rows dst := src times the twin's ``np.sign(x0)`` (x0 nonzero, finite: ±1) term by term."""
+    sg = where(x0 < splat(x0, 0.0), splat(x0, -1.0), splat(x0, 1.0))
+    for t in range(W):
+        st(ws, dst + t, ld(ws, src + t) * sg)
+
+
+@njit(**INNER)
+def _hyperbolic_body(fn, ws, X, W, LN2, ONE, TAY, ntay, s, kmin, kmax, lo, hi, limit, steps, OUT, AUX, lay, sc):
+    """Rows OUT := the twin's ``_sinh_w``, ``_cosh_w`` or ``_tanh_w`` of rows X (finite; x0 != 0 for
+    sinh and tanh), each branch run when some lane of the block takes it.  AUX: 12 W + 8 rows."""
+    x0 = ld(ws, X)
+    zero = splat(x0, 0.0)
+    ax0 = where(x0 < zero, -x0, x0)
+    XS = AUX
+    E = XS + W
+    TWO = E + W
+    T1 = TWO + W
+    T2 = T1 + W
+    A = T2 + W
+    inner = A + W  # 5 W + 5 rows (_sinh_cosh_big) or 4 W (_expm1_body)
+    _zero(ws, TWO, W)
+    st(ws, TWO, splat(x0, 2.0))
+    if fn == TANH:  # -e / (2 + e), e = expm1(-2|x|), times the sign of x
+        _abs_rows(ws, X, W, XS)
+        _times(ws, XS, W, -2.0, XS)
+        _expm1_body(ws, XS, W, LN2, ONE, TAY, ntay, s, kmin, kmax, lo, hi, E, inner, lay, sc)
+        _add(ws, TWO, W, E, W, W, T1, sc)
+        _div(ws, E, W, T1, W, W, T2, steps, 6, steps[4], kmin, kmax, lay, sc)
+        _neg(ws, T2, W, T2)
+        _times_sign(ws, T2, W, x0, OUT)
+        return
+    mid = ax0 <= splat(x0, limit)
+    small = ax0 <= splat(x0, 0.5)
+    if fn == SINH:
+        mid = mid & ~small
+    _zero(ws, OUT, W)
+    if fn == SINH and any_lane(small):  # e (e + 2) / (2 (e + 1)), e = expm1(x)
+        for t in range(W):
+            st(ws, XS + t, where(small, ld(ws, X + t), zero))
+        _expm1_small(ws, XS, W, TAY, ntay, s, kmin, kmax, E, lay, sc)
+        _add(ws, E, W, TWO, W, W, T1, sc)
+        _mul(ws, E, W, T1, W, W, T2, sc)
+        _add(ws, E, W, ONE, W, W, T1, sc)
+        _div(ws, T2, W, T1, W, W, A, steps, 6, steps[4], kmin, kmax, lay, sc)
+        _times(ws, A, W, 0.5, A)
+        _select(ws, small, A, OUT, W, OUT)
+    if any_lane(mid):
+        for t in range(W):
+            st(ws, XS + t, where(mid, ld(ws, X + t), zero))
+        _sinh_cosh_big(ws, XS, W, LN2, ONE, TAY, ntay, s, kmin, kmax, -1.0 if fn == SINH else 1.0, steps, A,
+                       inner, lay, sc)
+        if fn == SINH:
+            _times_sign(ws, A, W, x0, A)
+        _select(ws, mid, A, OUT, W, OUT)
+    big = ax0 > splat(x0, limit)
+    inf = splat(x0, np.inf)
+    st(ws, OUT, where(big, where(x0 < zero, -inf, inf) if fn == SINH else inf, ld(ws, OUT)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -497,6 +604,12 @@ def _leading(fn, v):
         return np.log2(v)
     if fn == LOG10:
         return np.log10(v)
+    if fn == SINH:
+        return np.sinh(v)
+    if fn == COSH:
+        return np.cosh(v)
+    if fn == TANH:
+        return np.tanh(v)
     return np.log(v)
 
 
@@ -547,6 +660,7 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
     s, ntay, kmin, kmax, p, S, tarows, nstart = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5], ints[6], ints[7]
     trig = fn == SIN or fn == COS or fn == TAN
     logs = fn == LOG or fn == LOG2 or fn == LOG10
+    hyperbolic = fn == SINH or fn == COSH or fn == TANH
     XIN = 0
     X = XIN + n
     ONE = X + W
@@ -555,8 +669,8 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
     TB = TA + tarows
     OUTW = TB + ntay * W
     FIN = OUTW + W
-    AUX = FIN + max(R, W)  # 4 W rows
-    lay = AUX + 4 * W
+    AUX = FIN + max(R, W)  # 12 W + 8 rows
+    lay = AUX + 12 * W + 8
     sc = lay + _body_rows(W, M)
     buf, ws = workspace(sc + scratch_rows(M, M, max(R, M)), x)
     _zero(ws, ONE, W)
@@ -569,7 +683,7 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
             _put(ws, TB + k * W, c3, k, W)
     else:
         _put(ws, K1, c1, 0, W)
-    if fn == EXP or fn == EXPM1:
+    if fn == EXP or fn == EXPM1 or hyperbolic:
         for k in range(ntay):
             _put(ws, TA + k * W, c2, k, W)
     if logs:
@@ -586,7 +700,7 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
         xbad = nonfinite_rows(ws, XIN, n)
         if fn == EXP:
             body = ~xbad & (x0 >= splat(x0, th[0])) & (x0 <= splat(x0, th[1]))
-        elif fn == SIN or fn == TAN or fn == EXPM1:
+        elif fn == SIN or fn == TAN or fn == EXPM1 or fn == SINH or fn == TANH:
             body = ~xbad & (x0 != zero)
         elif logs:
             body = ~xbad & (x0 > zero)
@@ -600,6 +714,9 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
         if any_lane(body):
             if fn == EXP:
                 _exp_body(ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, FIN, lay, sc)
+            elif hyperbolic:
+                _hyperbolic_body(fn, ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, th[0], th[1], th[4], plan[0], FIN,
+                                 AUX, lay, sc)
             elif fn == EXPM1:
                 _expm1_body(ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, th[0], th[1], FIN, AUX, lay, sc)
             elif logs:
@@ -621,7 +738,7 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
         leading = ld(ws, X)
         binary_block(RENORMALIZE, ws, OUTW, W, OUTW, W, R, True, FIN, sc)
         epilogue_block(ws, FIN, R, xbad, x0, mask_of(x0, False), x0, leading)
-        if fn != EXP and fn != COS:
+        if fn != EXP and fn != COS and fn != COSH:
             if logs:
                 special = ~xbad & (x0 <= zero)
                 value = where(x0 == zero, splat(x0, -np.inf), splat(x0, np.nan))
@@ -658,17 +775,20 @@ def _setup(fn: int, R: int, dtype: str):
     fmt = format_of(dt)
     W = T.working_terms(R)
     th = T.thresholds(dt)
-    thr = np.array([th["exp_lo"], th["exp_hi"], th["quarter_pi"], th["sqrt2"]], dtype=dt)
+    thr = np.array([th["exp_lo"], th["exp_hi"], th["quarter_pi"], th["sqrt2"], th["hyp_limit"]], dtype=dt)
     kmin, kmax = 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax
     empty = np.zeros((1, 1), dtype=dt)
     plan = np.zeros((1, 1), dtype=np.int64)
     S = nstart = 0
     M = W
-    if fn == EXP or fn == EXPM1:
+    if fn in (EXP, EXPM1, SINH, COSH, TANH):
         s, n = T._exp_plan(W, fmt)
         c1 = C.constant("ln2", W, dt.name)
         c2, c3, table = C.taylor("expm1", n, W, dt.name), empty, empty
         tarows = n * W
+        if fn in (SINH, COSH, TANH):
+            steps = list(bounds.newton_steps(W, fmt))
+            plan = np.array([[W, 0, 0, 0, len(steps), 0, *steps]], dtype=np.int64)
     elif fn in (LOG, LOG2, LOG10):
         s = n = 0
         nstart = T._series_terms(fmt.p, 5)
@@ -757,6 +877,21 @@ def tan(x, R):
 def expm1(x, R):
     """expm1(x) in R terms, the bits of :func:`expansions.cpu.elementary.expm1` (one compiled loop)."""
     return _unary(EXPM1, x, R)
+
+
+def sinh(x, R):
+    """sinh(x) in R terms, the bits of :func:`expansions.cpu.elementary.sinh` (one compiled loop)."""
+    return _unary(SINH, x, R)
+
+
+def cosh(x, R):
+    """cosh(x) in R terms, the bits of :func:`expansions.cpu.elementary.cosh` (one compiled loop)."""
+    return _unary(COSH, x, R)
+
+
+def tanh(x, R):
+    """tanh(x) in R terms, the bits of :func:`expansions.cpu.elementary.tanh` (one compiled loop)."""
+    return _unary(TANH, x, R)
 
 
 def compiled_elementary(name: str):
