@@ -22,7 +22,7 @@ engine = pytest.importorskip("expansions.engine.elementary", reason="no numba")
 # leading values of random arguments per function (inside and across the branches)
 DOMAIN = {"exp": (-40, 40), "expm1": (-3, 3), "sin": (-40, 40), "cos": (-40, 40), "tan": (-40, 40),
           "log": (-3, 60), "log2": (-3, 60), "log10": (-3, 60), "sinh": (-12, 12), "cosh": (-12, 12),
-          "tanh": (-5, 5)}
+          "tanh": (-5, 5), "log1p": (-1.6, 5)}
 # R = 32: the body runs on W = R terms (no guard term), so that a change in the body is seen in the
 # result rather than rounded away by the last renormalization
 FAST = [(2, "float64"), (3, "float64"), (4, "float64"), (5, "float64"), (8, "float64"), (32, "float64"),
@@ -51,6 +51,10 @@ def edge_rows(name, R, dtype):
     th = E.thresholds(dt)
     fmt = format_of(dt)
     lead = [0.0, -0.0, np.inf, -np.inf, np.nan, float(fmt.largest)]
+    if name == "log1p":  # -1 (exactly: -inf; a tail below: NaN; above: finite), Newton's range |x| <= 1/4
+        for v in (dt.type(-1), dt.type(0.25), dt.type(-0.25), dt.type(-0.5)):
+            lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf))]
+        lead += [dt.type(2.0**-30), dt.type(-(2.0**-30)), dt.type(np.finfo(dt).tiny), dt.type(-2), dt.type(1e30)]
     if name in ("sinh", "cosh", "tanh"):  # the overflow limit, the exp limits of tanh's expm1(-2|x|)
         for v in (th["hyp_limit"], th["exp_hi"], th["exp_lo"] / dt.type(-2)):
             lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf)), -v]
@@ -90,6 +94,11 @@ def edge_rows(name, R, dtype):
         rows = np.concatenate([rows, bad_tail])
     if name in ("sin", "cos", "tan"):
         rows = np.concatenate([rows, near_ties(R, dt)])
+    if name == "log1p" and R > 1:  # -1 with a tail below and above
+        minus_one = np.zeros((2, R), dtype=dt)
+        minus_one[:, 0] = -1
+        minus_one[:, 1] = [dt.type(-(2.0 ** -(fmt.p + 2))), dt.type(2.0 ** -(fmt.p + 2))]
+        rows = np.concatenate([rows, minus_one])
     return rows
 
 

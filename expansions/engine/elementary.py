@@ -66,9 +66,9 @@ from .newton import leading_exponent
 from .simd import any_lane, mask_of, splat, where
 
 #: The functions of this module (one compiled loop each); the others run the twins on the engine.
-COMPILED = ("exp", "expm1", "log", "log2", "log10", "sin", "cos", "tan", "sinh", "cosh", "tanh")
+COMPILED = ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "sinh", "cosh", "tanh")
 
-EXP, SIN, COS, LOG, TAN, EXPM1, LOG2, LOG10, SINH, COSH, TANH = range(11)
+EXP, SIN, COS, LOG, TAN, EXPM1, LOG2, LOG10, SINH, COSH, TANH, LOG1P = range(12)
 
 # ---------------------------------------------------------------------------------------------
 # the twins' operations on rows of the workspace (w terms; operands of n and m terms)
@@ -510,42 +510,19 @@ def _div(ws, X, n, Y, m, w, dst, steps, first_step, nsteps, kmin, kmax, lay, sc)
 
 
 @njit(**INNER)
-def _log_body(fn, ws, X, W, ONE, LN2, CK, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, OUT, lay, sc):
-    """Rows OUT := the twin's ``_log_w`` of rows X (x > 0 finite, W terms): x = m 2^e with m in
-    [sqrt(1/2), sqrt(2)), f = m - 1, y = log1p(f) by Newton's iteration on expm1 from the float start
-    ``_log1p_start`` (coefficients ``start``), the terms of each step and its constants in ``plan``
-    (rows: w_i, s_i, n_i, the Taylor rows' offset from TAYROWS, the number of the Newton division's steps,
-    the Taylor coefficients' first row in the constants, the steps), then
-    y + e ln2 (fn LOG), e + y / ln2 (LOG2: CK = 1/ln2) or (y + e ln2) / ln10 (LOG10: CK = 1/ln10).
-    ``lay``: the first of 19 W + 10 rows of scratch."""
-    L = lanes_of(ws)
-    E1 = lay  # one row each: e, -e; two rows: the factors of scale_block
-    NE = E1 + 1
-    F2 = NE + 1
-    Mr = F2 + 2
-    NONE = Mr + W
-    Fr = NONE + W
-    Y = Fr + W
-    YI = Y + W
+def _log1p_newton(ws, Fr, W, ONE, start, nstart, plan, TAYROWS, kmin, kmax, Y, lay, sc):
+    """Rows Y := the twin's ``_log1p_newton`` of rows Fr (W terms): Newton's iteration on expm1 from
+    the float start ``_log1p_start`` (coefficients ``start``), the terms of each step and its constants
+    in ``plan`` (rows: w_i, s_i, n_i, the Taylor rows' offset from TAYROWS, the number of the Newton
+    division's steps, the Taylor coefficients' first row in the constants, the steps).  ``lay``: the
+    first of 13 W + 6 rows of scratch."""
+    YI = lay
     EM = YI + W
     NEM = EM + W
     NUM = NEM + W
     DEN = NUM + W
     D = DEN + W
-    P = D + W
-    inner = P + W
-    for j in range(L):
-        e = leading_exponent(ws[X * L + j])
-        ws[E1 * L + j] = e
-        ws[NE * L + j] = -e
-    scale_block(ws, X, W, NE, kmin, kmax, Mr, F2)
-    m0 = ld(ws, Mr)
-    up = m0 > splat(m0, sqrt2)
-    st(ws, E1, ld(ws, E1) + where(up, splat(m0, 1.0), splat(m0, 0.0)))
-    _times(ws, Mr, W, 0.5, NUM)
-    _select(ws, up, NUM, Mr, W, Mr)
-    _neg(ws, ONE, W, NONE)
-    _add(ws, Mr, W, NONE, W, W, Fr, sc)
+    inner = D + W
     # the float start: 2 atanh(u), u = f0 / (2 + f0), by its series in Horner's rule
     f0 = ld(ws, Fr)
     u = f0 / (splat(f0, 2.0) + f0)
@@ -555,9 +532,9 @@ def _log_body(fn, ws, X, W, ONE, LN2, CK, sqrt2, start, nstart, plan, TAYROWS, k
         acc = acc * u2 + splat(f0, start[k])
     st(ws, Y, (u * acc) * splat(f0, 2.0))
     yn = 1
+    zero = splat(f0, 0.0)
     for i in range(plan.shape[0]):
         wi, si, ni, off, nst = plan[i, 0], plan[i, 1], plan[i, 2], plan[i, 3], plan[i, 4]
-        zero = splat(f0, 0.0)
         for t in range(wi):
             st(ws, YI + t, ld(ws, Y + t) if t < yn else zero)
         _expm1_small(ws, YI, wi, TAYROWS + off, ni, si, kmin, kmax, EM, inner, sc)
@@ -567,6 +544,37 @@ def _log_body(fn, ws, X, W, ONE, LN2, CK, sqrt2, start, nstart, plan, TAYROWS, k
         _div(ws, NUM, wi, DEN, wi, wi, D, plan[i], 6, nst, kmin, kmax, inner, sc)
         _add(ws, YI, wi, D, wi, wi, Y, sc)
         yn = wi
+
+
+@njit(**INNER)
+def _log_body(fn, ws, X, W, ONE, LN2, CK, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, OUT, lay, sc):
+    """Rows OUT := the twin's ``_log_w`` of rows X (x > 0 finite, W terms): x = m 2^e with m in
+    [sqrt(1/2), sqrt(2)), f = m - 1, y = log1p(f) (:func:`_log1p_newton`), then y + e ln2 (fn LOG),
+    e + y / ln2 (LOG2: CK = 1/ln2) or (y + e ln2) / ln10 (LOG10: CK = 1/ln10).  ``lay``: the first
+    of 19 W + 10 rows of scratch."""
+    L = lanes_of(ws)
+    E1 = lay  # one row each: e, -e; two rows: the factors of scale_block
+    NE = E1 + 1
+    F2 = NE + 1
+    Mr = F2 + 2
+    NONE = Mr + W
+    Fr = NONE + W
+    Y = Fr + W
+    P = Y + W
+    inner = P + W
+    for j in range(L):
+        e = leading_exponent(ws[X * L + j])
+        ws[E1 * L + j] = e
+        ws[NE * L + j] = -e
+    scale_block(ws, X, W, NE, kmin, kmax, Mr, F2)
+    m0 = ld(ws, Mr)
+    up = m0 > splat(m0, sqrt2)
+    st(ws, E1, ld(ws, E1) + where(up, splat(m0, 1.0), splat(m0, 0.0)))
+    _times(ws, Mr, W, 0.5, P)
+    _select(ws, up, P, Mr, W, Mr)
+    _neg(ws, ONE, W, NONE)
+    _add(ws, Mr, W, NONE, W, W, Fr, sc)
+    _log1p_newton(ws, Fr, W, ONE, start, nstart, plan, TAYROWS, kmin, kmax, Y, inner, sc)
     if fn == LOG2:
         _mul(ws, Y, W, CK, W, W, P, sc)
         _add(ws, E1, 1, P, W, W, OUT, sc)
@@ -581,6 +589,30 @@ def _log_body(fn, ws, X, W, ONE, LN2, CK, sqrt2, start, nstart, plan, TAYROWS, k
 def _body_rows(W, M):
     """Rows of scratch of the bodies beyond their operands, for W terms and the reduction's M terms."""
     return 26 * W + 5 * M + 16
+
+
+@njit(**INNER)
+def _log1p_body(ws, X, W, ONE, LN2, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, OUT, AUX, lay, sc):
+    """Rows OUT := the twin's ``_log1p_w`` of rows X (finite, x > -1): Newton on x itself where
+    |x0| <= 1/4, log(x + 1) elsewhere, each branch run when some lane of the block takes it.  AUX:
+    4 W rows of scratch."""
+    XS = AUX
+    A = XS + W
+    B = A + W
+    C2 = B + W
+    x0 = ld(ws, X)
+    zero = splat(x0, 0.0)
+    small = where(x0 < zero, -x0, x0) <= splat(x0, 0.25)
+    if any_lane(small):
+        for t in range(W):
+            st(ws, XS + t, where(small, ld(ws, X + t), zero))
+        _log1p_newton(ws, XS, W, ONE, start, nstart, plan, TAYROWS, kmin, kmax, A, lay, sc)
+    if any_lane(~small):
+        for t in range(W):
+            st(ws, XS + t, where(small, zero, ld(ws, X + t)))
+        _add(ws, XS, W, ONE, W, W, B, sc)
+        _log_body(LOG, ws, B, W, ONE, LN2, LN2, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, C2, lay, sc)
+    _select(ws, small, A, C2, W, OUT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -610,6 +642,8 @@ def _leading(fn, v):
         return np.cosh(v)
     if fn == TANH:
         return np.tanh(v)
+    if fn == LOG1P:
+        return np.log1p(v)
     return np.log(v)
 
 
@@ -660,6 +694,7 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
     s, ntay, kmin, kmax, p, S, tarows, nstart = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5], ints[6], ints[7]
     trig = fn == SIN or fn == COS or fn == TAN
     logs = fn == LOG or fn == LOG2 or fn == LOG10
+    logs_1p = logs or fn == LOG1P  # the logarithms' constants
     hyperbolic = fn == SINH or fn == COSH or fn == TANH
     XIN = 0
     X = XIN + n
@@ -686,7 +721,7 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
     if fn == EXP or fn == EXPM1 or hyperbolic:
         for k in range(ntay):
             _put(ws, TA + k * W, c2, k, W)
-    if logs:
+    if logs_1p:
         _put(ws, K1 + W, c1, 2, W)
         for i in range(plan.shape[0]):
             wi, ni, off, first = plan[i, 0], plan[i, 2], plan[i, 3], plan[i, 5]
@@ -698,12 +733,23 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
         x0 = ld(ws, XIN)
         zero = splat(x0, 0.0)
         xbad = nonfinite_rows(ws, XIN, n)
+        if fn == LOG1P:  # the twin's special rows: x = -1 exactly (-inf), x < -1 (NaN), ±0
+            tail = ld(ws, XIN + 1) if n > 1 else zero
+            below = (x0 < splat(x0, -1.0)) | ((x0 == splat(x0, -1.0)) & (tail < zero))
+            exact = x0 == x0
+            for t in range(1, n):
+                exact = exact & (ld(ws, XIN + t) == zero)
+            at = (x0 == splat(x0, -1.0)) & ~below & exact
+            special = ~xbad & (at | below | (x0 == zero))
+            value = where(at, splat(x0, -np.inf), where(below, splat(x0, np.nan), x0))
         if fn == EXP:
             body = ~xbad & (x0 >= splat(x0, th[0])) & (x0 <= splat(x0, th[1]))
         elif fn == SIN or fn == TAN or fn == EXPM1 or fn == SINH or fn == TANH:
             body = ~xbad & (x0 != zero)
         elif logs:
             body = ~xbad & (x0 > zero)
+        elif fn == LOG1P:
+            body = ~xbad & ~special
         else:
             body = ~xbad
         for t in range(W):
@@ -717,6 +763,8 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
             elif hyperbolic:
                 _hyperbolic_body(fn, ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, th[0], th[1], th[4], plan[0], FIN,
                                  AUX, lay, sc)
+            elif fn == LOG1P:
+                _log1p_body(ws, X, W, ONE, K1, th[3], c1[1], nstart, plan, TA, kmin, kmax, FIN, AUX, lay, sc)
             elif fn == EXPM1:
                 _expm1_body(ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, th[0], th[1], FIN, AUX, lay, sc)
             elif logs:
@@ -742,6 +790,8 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
             if logs:
                 special = ~xbad & (x0 <= zero)
                 value = where(x0 == zero, splat(x0, -np.inf), splat(x0, np.nan))
+            elif fn == LOG1P:
+                pass  # special and value: above
             else:
                 special = ~xbad & (x0 == zero)
                 value = leading
@@ -789,7 +839,7 @@ def _setup(fn: int, R: int, dtype: str):
         if fn in (SINH, COSH, TANH):
             steps = list(bounds.newton_steps(W, fmt))
             plan = np.array([[W, 0, 0, 0, len(steps), 0, *steps]], dtype=np.int64)
-    elif fn in (LOG, LOG2, LOG10):
+    elif fn in (LOG, LOG2, LOG10, LOG1P):
         s = n = 0
         nstart = T._series_terms(fmt.p, 5)
         start = np.array([dt.type(1) / dt.type(2 * k + 1) for k in range(nstart)], dtype=dt)
@@ -797,7 +847,7 @@ def _setup(fn: int, R: int, dtype: str):
         c1 = np.zeros((3, width), dtype=dt)
         c1[0, :W] = C.constant("ln2", W, dt.name)[0]
         c1[1, :nstart] = start
-        if fn != LOG:
+        if fn in (LOG2, LOG10):
             c1[2, :W] = C.constant("inv_ln2" if fn == LOG2 else "inv_ln10", W, dt.name)[0]
         rows, tay, tarows = [], [], 0
         for wi in T._newton_widths(W):
@@ -857,6 +907,11 @@ def cos(x, R):
 def log(x, R):
     """log(x) in R terms, the bits of :func:`expansions.cpu.elementary.log` (one compiled loop)."""
     return _unary(LOG, x, R)
+
+
+def log1p(x, R):
+    """log1p(x) in R terms, the bits of :func:`expansions.cpu.elementary.log1p` (one compiled loop)."""
+    return _unary(LOG1P, x, R)
 
 
 def log2(x, R):
