@@ -165,6 +165,9 @@ def test_empty_and_bad_input():
     with pytest.raises(ValueError):
         fn(np.zeros((4, 3)), 0)
     assert engine.compiled_elementary("atan2") is None
+    x = arguments("exp", 3, "float64", count=9)
+    x.setflags(write=False)  # read-only input: copied, the same bits
+    check("exp", x, 3)
 
 
 def test_the_engine_backend_runs_the_compiled_functions():

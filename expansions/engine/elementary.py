@@ -882,6 +882,8 @@ def _setup(fn: int, R: int, dtype: str):
 def _unary(fn: int, x, R):
     R = check_terms(R)
     x = terms_array(x)
+    if not x.flags.writeable:  # a read-only array is another numba type: one specialization only
+        x = x.copy()
     out = np.empty((x.shape[0], R), x.dtype)
     if not x.shape[0]:
         return out
