@@ -2,8 +2,9 @@
 precision: ``python -m bench.elementary_speed [--terms 2,4,8,16] [--n 2000] [--slow-n 300]``.
 
 The library runs the NumPy twins (:mod:`expansions.cpu.elementary`) and the same functions on the
-engine's compiled operations (what ``ex.exp`` runs on the CPU by default; the same bits, the
-algorithm's own steps still NumPy) on ``--n`` float64 expansions of R terms; mpmath
+engine (what ``ex.exp`` runs on the CPU by default; the same bits: exp, log and sin compiled per
+block of expansions by :mod:`expansions.engine.elementary`, atan the twin's NumPy steps on the
+engine's compiled operations) on ``--n`` float64 expansions of R terms; mpmath
 (``mpf`` at R * 53 bits) and python-flint (``arb`` at R * 53 bits) run a Python loop over ``--slow-n``
 of the same numbers.  Figures are thousands of elements per second (the median of 3 timings after an
 untimed call); the arguments are in [0.1, 3) (atan, exp, log, sin alike).  Results:

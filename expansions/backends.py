@@ -149,8 +149,13 @@ def _engine_arithmetic():
 
 @functools.cache
 def _engine_elementary_function(name: str) -> Callable:
-    """The twin of an elementary function run on the engine's compiled operations (the same bits:
-    :class:`expansions.cpu.elementary.Arithmetic`); the algorithm's own steps stay NumPy."""
+    """The engine's elementary function: one compiled loop where :mod:`expansions.engine.elementary`
+    has it (:data:`~expansions.engine.elementary.COMPILED`), else the twin run on the engine's compiled
+    operations (the same bits: :class:`expansions.cpu.elementary.Arithmetic`; the algorithm's own steps
+    stay NumPy)."""
+    compiled = _engine.compiled_elementary(name)
+    if compiled is not None:
+        return compiled
     fn = getattr(_twin_elementary, name)
     ops = _engine_arithmetic()
 

@@ -12,6 +12,11 @@ Drop-in for the twins (same names, signatures, shapes, dtypes and bits):
   the renormalization): :func:`dw_operation` (:func:`expansions.engine.fused_dw.operation`), and
   :func:`dw_binary`, :func:`dw_unary` (without the renormalization) (:mod:`expansions.engine.fused_dw`).
 
+The elementary functions of :mod:`expansions.cpu.elementary` listed in
+:data:`expansions.engine.elementary.COMPILED` are one compiled loop each (the twins' algorithms per
+block of expansions on the fused operations): :func:`compiled_elementary` gives the function by its
+name, or None for those that run the twins on the engine's whole-array operations.
+
 The additions, the multiplication and the Newton operations also take ``renormalize=True``: then
 they return the renormalized result (for the Newton operations, the dispatch's Newton renormalizer)
 computed in the same pass, with the bits of the twin followed by the renormalization, as the CUDA
@@ -46,6 +51,7 @@ _FUNCTIONS = {
     "dw_operation": "fused_dw",
     "dw_binary": "fused_dw",
     "dw_unary": "fused_dw",
+    "compiled_elementary": "elementary",
 }
 
 _status: list = []  # [reason or None], filled by available()
