@@ -13,7 +13,8 @@ def warm(dtype: str) -> None:
         x = ex.random((64,), terms=R, dtype=dtype, seed=1)
         y = ex.random((64,), terms=R, dtype=dtype, seed=2)
         for z in (x + y, x - y, x * y, x / y, ex.sqrt(abs(x)), ex.sum(x), ex.dot(x, y), -x,
-                  ex.add(x, y, method="fast"), ex.renormalize(ex.from_terms(x.terms[:, ::-1].copy()))):
+                  ex.add(x, y, method="fast"), ex.renormalize(ex.from_terms(x.terms[:, ::-1].copy())),
+                  ex.exp(x)):  # exp: the compiled elementary functions, one specialization per dtype
             assert z.terms.dtype == x.terms.dtype
 
 

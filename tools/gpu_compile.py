@@ -111,7 +111,7 @@ def compile_unit(unit: Unit, arch: str) -> dict:
         try:
             import gpu_parts
 
-            gpu_parts.warm_engine(unit.key[0])
+            gpu_parts.warm_engine(*unit.key)
             return {"unit": unit.label, "seconds": round(time.perf_counter() - t0, 3), "cached": False}
         except Exception as exc:
             return {"unit": unit.label, "seconds": round(time.perf_counter() - t0, 3),
@@ -193,7 +193,7 @@ def _cold_numba(unit: Unit, cache: Path) -> float:
 
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, __file__, "--warm", unit.key[0]], cwd=ROOT, env=env, check=True)
+    subprocess.run([sys.executable, __file__, "--warm", ":".join(unit.key)], cwd=ROOT, env=env, check=True)
     return time.perf_counter() - t0
 
 
@@ -313,6 +313,8 @@ def remeasure(labels) -> int:
             print(line, flush=True)
             logf.write(line + "\n")
             rec.setdefault("remeasured", []).append({"unit": lb, "date": stamp})
+    for s in rec.get("stages", {}):  # the stages' units as they are now (a remeasured unit may be new)
+        rec["stage_units"][s] = [u.label for u in stage_units(s)]
     for s in rec.get("stages", {}):
         labels_s = rec["stage_units"][s]
         rec["stages"][s] = estimate([Unit(*_parse(lb)) for lb in labels_s], rec) | {
@@ -329,6 +331,8 @@ def _parse(label: str) -> tuple:
     if kind == "program":
         name, R, dtype = rest.split(" ")
         return kind, (name, int(R), dtype)
+    if kind == "numba":  # a family, or a family and a term dtype
+        return kind, tuple(rest.split(" "))
     return kind, (rest,)
 
 
@@ -373,7 +377,8 @@ def main(argv=None) -> int:
     if args.warm:
         import gpu_parts
 
-        gpu_parts.warm_engine(args.warm)
+        name, _, dtype = args.warm.partition(":")
+        gpu_parts.warm_engine(name, dtype or None)
         return 0
     if args.measure and args.only:
         return remeasure(args.only.split(","))

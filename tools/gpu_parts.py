@@ -742,32 +742,42 @@ def _units_bitexact():
         [fam.name for fam in families()])
 
 
-def _numba_units(names) -> list:
-    """The compile-pool units that fill numba's cache with the engine code a family's CPU side runs."""
+def _numba_units(names, per_dtype: bool = False) -> list:
+    """The compile-pool units that fill numba's cache with the engine code a family's CPU side runs;
+    ``per_dtype``: one unit per term dtype (two processes of the pool at once, for the units whose
+    compile would otherwise be the longest of the stage: the compiled elementary functions)."""
+    if per_dtype:
+        return [Unit("numba", (n, d)) for n in names for d in DTYPES]
     return [Unit("numba", (n,)) for n in names]
 
 
-def warm_engine(name: str) -> None:
-    """Run family ``name``'s CPU side on a few rows of every dtype: numba compiles the engine code it
-    needs and caches it on disk (the compile pool's ``numba`` units; the parts' processes then load
+def warm_engine(name: str, dtype: str | None = None) -> None:
+    """Run family ``name``'s CPU side on a few rows of ``dtype`` (default: every dtype): numba compiles
+    the engine code it needs and caches it on disk (the compile pool's ``numba`` units; the parts' processes then load
     it).  ``elementary``: the engine's operations the elementary functions run on
     (:class:`expansions.cpu.elementary.Arithmetic`: the safe addition, the truncated multiplication,
-    the renormalization, the Newton division and square root), each called once per dtype."""
+    the renormalization, the Newton division and square root), each called once per dtype, and the
+    compiled elementary functions (:mod:`expansions.engine.elementary`, one specialization per dtype
+    for all of them)."""
     from expansions.generate import random_terms
 
     with np.errstate(all="ignore"):
         if name == "elementary":
+            from expansions import engine
+
             e = _engine()
-            for dtype in DTYPES:
-                x, y = (random_terms((4,), 2, dtype, seed=k) for k in (1, 2))
+            for dt in [dtype] if dtype else DTYPES:
+                x, y = (random_terms((4,), 2, dt, seed=k) for k in (1, 2))
                 e.renormalize(e.add_safe(x, y, 2), 2)
                 e.mul_truncated(x, y, 2)
                 e.newton_div(x, y, 2)
                 e.newton_sqrt(np.abs(x), 2)
+                # the compiled elementary functions: one specialization per dtype for all of them
+                engine.compiled_elementary("exp")(x, 2)
             return
         fam = family(name)
-        for dtype in DTYPES:
-            bitexact_cpu_side(fam, fam.rs[0], dtype, 4, 2)
+        for dt in [dtype] if dtype else DTYPES:
+            bitexact_cpu_side(fam, fam.rs[0], dt, 4, 2)
 
 
 def bitexact_cpu_side(fam: Family, R: int, dtype: str, count: int, special: int, chunk: int = 0) -> tuple:
@@ -1550,7 +1560,7 @@ def _units_elementary():
     from expansions.cuda import build
 
     return [kernel_unit(build.instance(f, dtype, 2)) for f, _, _ in build.ELEMENTARY for dtype in DTYPES] + \
-        _numba_units(["elementary"])
+        _numba_units(["elementary"], per_dtype=True)
 
 
 def elementary_configs():
@@ -1737,7 +1747,7 @@ def _estimate_bitexact_exp(budget):
 
 @part("bitexact_exp", "third", "exp against the engine at R = 8, 16, 32 on 10^5 random rows (the first stage runs "
       "10^4, 2000, 1000 there), in 16 chunks", units=lambda: [kernel_unit(_exp_instance(R, d)) for R in EXP_ROWS
-                                                             for d in DTYPES] + _numba_units(["exp"]),
+                                                             for d in DTYPES] + _numba_units(["exp"], per_dtype=True),
       estimate=_estimate_bitexact_exp)
 def run_bitexact_exp(ctx: Context):
     run_comparisons(ctx, "bitexact_exp", [(f, R, d, ctx.size(n), s, k) for f, R, d, n, s, k in _exp_full_jobs()])
