@@ -158,11 +158,15 @@ def test_operands_of_other_widths(name, R, dtype):
 
 @pytest.mark.parametrize("name", engine.COMPILED)
 def test_parallel_loop(name):
-    """Arrays of SERIAL_BELOW expansions and more run in chunks over the cores: the same bits."""
-    from expansions.engine.fused import SERIAL_BELOW
+    """Arrays of SERIAL_BELOW expansions and more run in chunks over the cores (up to CHUNKS_PER_THREAD
+    per thread, never more than the blocks): the same bits as the twin on each side of the threshold,
+    with fewer blocks than chunks, and on a large array."""
+    from expansions.engine.elementary import SERIAL_BELOW, _chunks
 
-    x = arguments(name, 3, "float64", count=SERIAL_BELOW + 100)
-    check(name, x, 3)
+    assert _chunks(SERIAL_BELOW - 1, 8) == 1 and _chunks(SERIAL_BELOW, 8) >= 1
+    assert _chunks(SERIAL_BELOW + 1, 8) <= (SERIAL_BELOW + 8) // 8
+    for count in (SERIAL_BELOW - 1, SERIAL_BELOW + 1, 4196):
+        check(name, arguments(name, 3, "float64", count=count), 3)
 
 
 def test_empty_and_bad_input():

@@ -44,10 +44,10 @@ from ..cpu import elementary as T
 from ..formats import MAX_TERMS, check_terms, format_of
 from .fused import (
     ADD_SAFE,
+    CHUNKS_PER_THREAD,
     INNER,
     MUL,
     RENORMALIZE,
-    _chunks,
     binary_block,
     epilogue_block,
     finish_block,
@@ -63,7 +63,25 @@ from .fused import (
 )
 from .kernels import PARALLEL, terms_array
 from .newton import leading_exponent
-from .simd import any_lane, mask_of, splat, where
+from .simd import LANES, any_lane, mask_of, splat, where
+
+#: Arrays of fewer rows run on the calling thread.  An elementary function costs at least a
+#: microsecond per row (about 50 fused operations at R = 2), so from 64 rows the work outweighs the
+#: parallel loop's start by far (the arithmetic operations, 100 times cheaper per row, split from
+#: :data:`expansions.engine.fused.SERIAL_BELOW` rows).  The blocks are independent: the bits do not
+#: depend on the split.
+SERIAL_BELOW = 64
+
+
+def _chunks(count: int, lanes: int) -> int:
+    """Chunks of blocks for the parallel loop: 1 (this thread) below :data:`SERIAL_BELOW` rows, else
+    up to ``CHUNKS_PER_THREAD`` per thread, no more than there are blocks."""
+    if count < SERIAL_BELOW:
+        return 1
+    from numba import get_num_threads
+
+    return max(1, min(CHUNKS_PER_THREAD * get_num_threads(), (count + lanes - 1) // lanes))
+
 
 #: The functions of this module (one compiled loop each); the others run the twins on the engine.
 COMPILED = ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "sinh", "cosh", "tanh")
@@ -887,7 +905,7 @@ def _unary(fn: int, x, R):
     out = np.empty((x.shape[0], R), x.dtype)
     if not x.shape[0]:
         return out
-    _run(fn, x, R, *_setup(fn, R, x.dtype.name), out, _chunks(x.shape[0]))
+    _run(fn, x, R, *_setup(fn, R, x.dtype.name), out, _chunks(x.shape[0], LANES[x.dtype.itemsize * 8]))
     return out
 
 
