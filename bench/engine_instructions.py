@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 from expansions.__main__ import device_slug, environment
+from expansions.engine import fused
 
 HASWELL = ("+64bit,+avx,+avx2,+bmi,+bmi2,+cmov,+cx16,+cx8,+f16c,+fma,+fxsr,+lzcnt,+mmx,+movbe,+popcnt,+sse,"
            "+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,+xsave")
@@ -81,8 +82,6 @@ def main(argv=None) -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: nothing counted")
         return 1
-    from expansions.engine import fused
-
     assert args.n < fused.SERIAL_BELOW, "the counted calls must run on one thread"
     rows = []
     with tempfile.TemporaryDirectory() as cache:

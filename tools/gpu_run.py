@@ -307,7 +307,8 @@ def run_one_part(name: str, out: Path, deadline: float, rehearse: bool, scale: f
     import numpy as np
 
     part = gpu_parts.PARTS[name]
-    dev = gpu_parts.device(rehearse)
+    # a part that needs no GPU (the environment record) runs without CuPy too: no device object
+    dev = gpu_parts.device(rehearse) if rehearse or part.needs != "none" else None
     ctx = gpu_parts.Context(out, deadline, dev, scale)
     with np.errstate(all="ignore"), (dev.installed() if rehearse else _nothing()):
         try:

@@ -36,7 +36,7 @@ import functools
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from .. import bounds
 from ..cpu import constants as C
@@ -78,8 +78,6 @@ def _chunks(count: int, lanes: int) -> int:
     up to ``CHUNKS_PER_THREAD`` per thread, no more than there are blocks."""
     if count < SERIAL_BELOW:
         return 1
-    from numba import get_num_threads
-
     return max(1, min(CHUNKS_PER_THREAD * get_num_threads(), (count + lanes - 1) // lanes))
 
 
