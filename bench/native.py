@@ -667,6 +667,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"native_cpu-{platform.machine()}"
     command = ("python -m bench.native " + shlex.join(argv if argv is not None else sys.argv[1:])).strip()
+    env = environment()  # before the log is opened: writing it would mark the checkout dirty
     with open(f"{stem}.log", "w") as logfile:
         def log(line: str) -> None:
             print(line, flush=True)
@@ -681,7 +682,7 @@ def main(argv=None) -> int:
         log(f"took {time.perf_counter() - t0:.0f} s; load average {load_before} before, {load_after} after")
     spreads = [spread(c["seconds"]) for c in res["one_core"] + res["peers"]]
     meta = {"command": command, "date": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-            "environment": environment(), "versions": versions(), "cpu": cpu_model(),
+            "environment": env, "versions": versions(), "cpu": cpu_model(),
             "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             "args": vars(args), "load_before": load_before, "load_after": load_after,
             "spread_median": statistics.median(spreads) if spreads else float("nan"),
