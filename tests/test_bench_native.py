@@ -162,6 +162,9 @@ def test_markdown_tables_ratios_verdicts_and_explanations(tmp_path, monkeypatch)
 def test_main_writes_json_md_log(tmp_path, monkeypatch):
     res, _ = _synthetic()
     monkeypatch.setattr(N, "run", lambda args, log: (log("a raw line"), res)[1])
+    none = tmp_path / "no_explanations.json"  # not the committed explanations: none yet
+    none.write_text("{}")
+    monkeypatch.setattr(N, "EXPLANATIONS", none)
     assert N.main(["--terms", "2", "--ops", "add,exp", "--out", str(tmp_path), "--note", "a note"]) == 0
     (md,) = tmp_path.glob("native_cpu-*.md")
     data = json.loads(md.with_suffix(".json").read_text())
