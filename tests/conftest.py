@@ -19,8 +19,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def pytest_configure(config):
-    """With xdist workers, fill numba's disk cache first (tests/warm_numba.py, one process per term
-    dtype, in parallel), so that the workers do not each compile the engine's kernels.
+    """With xdist workers, fill numba's disk cache first (tests/warm_numba.py: its units spread over one
+    process per core, in parallel), so that the workers do not each compile the engine's loops.
     EXPANSIONS_WARM_NUMBA=0 skips it."""
     import subprocess
 
@@ -31,8 +31,11 @@ def pytest_configure(config):
 
     if not engine.available():
         return
+    from warm_numba import spread  # beside this file; imports the library (numba), so only when warming
+
     script = str(Path(__file__).parent / "warm_numba.py")
-    procs = [subprocess.Popen([sys.executable, script, dt]) for dt in ("float64", "float32")]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    procs = [subprocess.Popen([sys.executable, script, *units]) for units in spread(cores)]
     for p in procs:
         p.wait()
 

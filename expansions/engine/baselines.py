@@ -28,6 +28,7 @@ from .dw import (
     _two_sum,
     nonfinite_row,
 )
+from .kernels import readonly
 
 _CHUNK = 256  # rows per scratch allocation
 
@@ -437,4 +438,4 @@ def _operands(x, y, R):
         raise TypeError(f"x and y must have the same dtype, got {x.dtype} and {y.dtype}")
     if x.dtype not in (np.float64, np.float32):
         raise TypeError(f"expected float64 or float32 terms, got {x.dtype}")
-    return np.ascontiguousarray(x), np.ascontiguousarray(y)
+    return readonly(np.ascontiguousarray(x)), readonly(np.ascontiguousarray(y))  # see kernels.readonly

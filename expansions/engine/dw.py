@@ -35,6 +35,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
 from ..dw import ALGORITHMS
+from .kernels import readonly
 
 _SCALAR = {"error_model": "numpy", "cache": True}  # no fastmath: IEEE operations, no contraction
 _KERNEL = {**_SCALAR, "parallel": True}
@@ -692,7 +693,7 @@ def _elementwise(name: str, *words):
     dtype = _common_dtype(name, arrays)
     arrays = np.broadcast_arrays(*arrays)
     shape = arrays[0].shape
-    flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+    flat = [readonly(np.ascontiguousarray(a).reshape(-1)) for a in arrays]  # see kernels.readonly
     flat += [flat[0]] * (4 - n_in)
     zh = np.empty(flat[0].shape, dtype=dtype)
     zl = np.empty_like(zh)

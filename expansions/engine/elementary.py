@@ -61,7 +61,7 @@ from .fused import (
     store_block,
     workspace,
 )
-from .kernels import PARALLEL, terms_array
+from .kernels import PARALLEL, readonly, terms_array
 from .newton import leading_exponent
 from .simd import LANES, any_lane, mask_of, splat, where
 
@@ -897,9 +897,7 @@ def _setup(fn: int, R: int, dtype: str):
 
 def _unary(fn: int, x, R):
     R = check_terms(R)
-    x = terms_array(x)
-    if not x.flags.writeable:  # a read-only array is another numba type: one specialization only
-        x = x.copy()
+    x = readonly(terms_array(x))  # one numba specialization per dtype (see kernels.readonly)
     out = np.empty((x.shape[0], R), x.dtype)
     if not x.shape[0]:
         return out

@@ -52,7 +52,7 @@ from numba.extending import overload
 
 from .. import bounds
 from ..formats import check_terms, format_of
-from .kernels import OPTIONS, PARALLEL, operands, terms_array
+from .kernels import OPTIONS, PARALLEL, operands, readonly, terms_array
 from .newton import leading_exponent
 from .simd import (
     LANES,
@@ -995,7 +995,7 @@ def run(op: int, x, y, R: int, negate_y: bool = False, renormalize: bool = False
         fmt = format_of(x.dtype)
         steps = _newton_steps(R, x.dtype)
         kmin, kmax = 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax
-    _run(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, _chunks(x.shape[0]))
+    _run(op, readonly(x), readonly(y), negate_y, R, renormalize, steps, kmin, kmax, out, _chunks(x.shape[0]))
     return out
 
 

@@ -51,6 +51,7 @@ from numba.extending import overload
 from ..dw import ALGORITHMS
 from . import dw as _dw
 from .dw import _KERNEL, _OP, _SCALAR, _c, _two_sum
+from .kernels import readonly
 
 #: the double-word x double-word algorithms of the library's binary operations, and their operation
 BINARY = {name: a.operation for name, a in ALGORITHMS.items() if a.operands == ("dw", "dw")}
@@ -274,8 +275,8 @@ def operation(name: str, x, y=None, negate_y: bool = False, renormalize: bool = 
     (:func:`expansions.dispatch.run` on ``backends.cpu``), and of the GPU's ``dw_operation``."""
     binary, renormalize = y is not None, bool(renormalize)
     loops = _ENTRIES.get((name, binary, renormalize)) or _entry(name, binary, renormalize)
-    x = np.ascontiguousarray(x)
-    y = np.ascontiguousarray(y) if binary else x
+    x = readonly(np.ascontiguousarray(x))  # one numba specialization per dtype (see kernels.readonly)
+    y = readonly(np.ascontiguousarray(y)) if binary else x
     if x.ndim != 2 or x.shape[1] != 2 or y.shape != x.shape or y.dtype != x.dtype:
         raise ValueError(f"{name}: expected (count, 2) operands of one dtype, got {x.shape} {x.dtype} and "
                          f"{y.shape} {y.dtype}")

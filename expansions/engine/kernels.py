@@ -409,6 +409,19 @@ def renormalize_row(x, n, R, out, cur, srt, e):
 # the twins' interface
 
 
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view (no copy; ``a`` itself when it is read-only already).  The engine passes
+    every operand read-only to its compiled loops: numba compiles one specialization per array type,
+    and a writable and a read-only array are two types, so that a read-only operand (a broadcast view,
+    an array over a read-only buffer) would cost a second compilation of the same loop (seconds; the
+    fused engine's loop about ten)."""
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def terms_array(x, name="x"):
     """x as a C-contiguous 2-D float64/float32 array with at least one term per row."""
     x = np.ascontiguousarray(x)

@@ -20,7 +20,7 @@ from numba import njit, prange
 
 from ..cpu.reduce import _chunk_of, check_addressing, check_chunk, chunk_levels
 from ..formats import check_terms
-from .kernels import OPTIONS, PARALLEL, add_safe_row, mul_row, renormalize_row, terms_array
+from .kernels import OPTIONS, PARALLEL, add_safe_row, mul_row, readonly, renormalize_row, terms_array
 
 #: Chunks (lane groups) per block of the parallel loop: scratch is allocated once per block.
 GROUP_BLOCK = 16
@@ -110,7 +110,8 @@ def reduce_pass(x, batch, n, n2, xs, R, C, y=None, ys=None):
     chunks = -(-n // C)
     out = np.zeros((batch * chunks, R), x.dtype)
     if batch * chunks:
-        _pass_kernel(x, y, dot, batch, n, n2, np.array(xs, dtype=np.int64), np.array(ys, dtype=np.int64), R, C, out)
+        _pass_kernel(readonly(x), readonly(y), dot, batch, n, n2, np.array(xs, dtype=np.int64),
+                     np.array(ys, dtype=np.int64), R, C, out)
     return out
 
 

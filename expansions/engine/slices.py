@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .kernels import OPTIONS, PARALLEL, renormalize_row
+from .kernels import OPTIONS, PARALLEL, readonly, renormalize_row
 
 #: Work (array elements) from which the kernels run their parallel compilation.
 PARALLEL_FROM = 1 << 17
@@ -115,7 +115,7 @@ def _variant(kernels, work: int):
 
 def split(terms, beta: int, S: int):
     """Compiled :func:`expansions.cpu.slices.split` (same arguments, results and bits)."""
-    terms = np.ascontiguousarray(terms, dtype=np.float64)
+    terms = readonly(np.ascontiguousarray(terms, dtype=np.float64))  # see kernels.readonly
     rows, n, R = terms.shape
     E = np.empty(rows, dtype=np.int64)
     _variant(_scales_kernel, terms.size)(terms, E)
@@ -441,7 +441,7 @@ def modular_operand(terms, beta: int, S: int, top: int, weights, moduli, columns
     the specification's ``tensordot``), the symmetric residues (a compiled kernel).  Rows (columns)
     whose top digit is too large get E + 1 and the operand is computed again, as in the
     specification."""
-    terms = np.ascontiguousarray(terms, dtype=np.float64)
+    terms = readonly(np.ascontiguousarray(terms, dtype=np.float64))  # see kernels.readonly
     outer, inner, R = terms.shape
     N = len(moduli)
     X = inner if columns else outer
