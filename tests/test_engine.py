@@ -184,7 +184,7 @@ REDUCTIONS = [  # (batch, n, n2, xs): contiguous rows, columns of a matrix (stri
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("R", RS)
+@pytest.mark.parametrize("R", [R if R < 31 else pytest.param(R, marks=pytest.mark.slow) for R in RS])
 def test_reduce_bits(R, dtype):
     x0, y0 = draw(R, dtype, 5)
     rng = np.random.default_rng(R)

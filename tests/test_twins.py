@@ -81,7 +81,7 @@ def _nonfinite_inputs(R, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("R", (2, 3, 8, 32))
+@pytest.mark.parametrize("R", (2, 3, 8, pytest.param(32, marks=pytest.mark.slow)))
 @pytest.mark.parametrize("op", OPS + ("renormalize",))
 def test_nonfinite_and_overflow(op, R, dtype):
     """NaN, Inf and overflow: never finite garbage, always (IEEE value, 0, ..., 0) as the reference

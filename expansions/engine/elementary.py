@@ -822,7 +822,9 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
 def _run(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, chunks):
     blocks = (x.shape[0] + lanes_of(x) - 1) // lanes_of(x)
     if chunks <= 1:
-        _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, 0, blocks)
+        # 0 * blocks: an int64, as in the parallel loop; a literal 0 would be typed Literal[int](0) and
+        # cost a second compilation of _unary_blocks (seconds)
+        _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, 0 * blocks, blocks)
         return
     for c in prange(chunks):
         _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, c * blocks // chunks,

@@ -963,7 +963,8 @@ def _run(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, chunks):
     over the cores (``prange``)."""
     blocks = (x.shape[0] + lanes_of(x) - 1) // lanes_of(x)
     if chunks <= 1:
-        _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, 0, blocks)
+        # 0 * blocks: an int64, as in the parallel loop (a literal 0 would cost a second compilation)
+        _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, 0 * blocks, blocks)
         return
     for c in prange(chunks):
         _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, c * blocks // chunks,
