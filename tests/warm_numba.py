@@ -3,8 +3,8 @@
 
 tests/conftest.py runs it before the xdist workers start, the units spread over one process per
 core (:func:`spread`), so that the workers load the compiled code instead of compiling it: a loop
-that tests on both workers need would otherwise be compiled twice, once in each.  About 170 CPU
-seconds on a cold cache (a 2-core x86_64 machine: 85 s of wall time), a second on a warm one.
+that tests on both workers need would otherwise be compiled twice, once in each.  About 210 CPU
+seconds on a cold cache (a 2-core x86_64 machine: 105 s of wall time), a second on a warm one.
 Only what the tests' engine paths compile is warmed; nothing is checked here beyond the dtype."""
 
 from __future__ import annotations
@@ -73,11 +73,11 @@ def slices(dtype: str) -> None:
 #: unit name -> (function, dtype, CPU seconds on a cold cache: measured on a 2-core x86_64 machine,
 #: used only to spread the units over the processes)
 UNITS = {
-    **{f"elementary:{d}": (elementary, d, 45) for d in ("float64", "float32")},
-    **{f"engine:{d}": (engine, d, 16) for d in ("float64", "float32")},
-    **{f"baselines:{d}": (baselines, d, 10) for d in ("float64", "float32")},
-    "double_word:float64": (double_word, "float64", 30),
-    "slices:float64": (slices, "float64", 9),
+    **{f"elementary:{d}": (elementary, d, 48) for d in ("float64", "float32")},
+    **{f"engine:{d}": (engine, d, 25) for d in ("float64", "float32")},
+    **{f"baselines:{d}": (baselines, d, 12.5) for d in ("float64", "float32")},
+    "double_word:float64": (double_word, "float64", 29),
+    "slices:float64": (slices, "float64", 10.7),
 }
 
 
