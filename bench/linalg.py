@@ -61,6 +61,8 @@ from expansions.__main__ import device_slug, environment
 from expansions.generate import random_terms
 from expansions.reduce import choose_method
 
+from . import load_note
+
 NS = (100, 300, 1000, 2000)
 RS = (2, 3, 4, 8)
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -280,14 +282,14 @@ def fmt_s(v) -> str:
     return "-" if v is None else (f"{v:.3g} s" if v >= 1 else f"{v * 1e3:.3g} ms")
 
 
-def markdown(cells, ill, args, env, command, log_name, date=None, cpu=None, blas=None) -> str:
+def markdown(cells, ill, args, env, command, log_name, date=None, cpu=None, blas=None, load=None, cores=None) -> str:
     when = datetime.datetime.fromisoformat(date) if date else datetime.datetime.now(datetime.timezone.utc)
     lines = [f"# Linear algebra at BLAS speed ({env['machine']})", "",
              f"`{command}`, {when:%Y-%m-%d %H:%M} UTC, commit {env['commit']}. Raw output: `{log_name}`.", "",
-             f"- CPU: {cpu or cpu_model()}, {os.cpu_count()} cores; {platform.system()} {platform.release()}; Python "
+             f"- CPU: {cpu or cpu_model()}, {cores or os.cpu_count()} cores; {platform.system()} "
+             f"{platform.release()}; Python "
              f"{env['python']}, NumPy {env['numpy']} ({blas or blas_name()}); workers with OMP_WAIT_POLICY="
-             f"{args.omp_wait_policy}. The machine was shared with other work during the run: timings are noisy, "
-             "the all-core ones most.",
+             f"{args.omp_wait_policy}; {load_note(load, cores or os.cpu_count())}.",
              "- Data: random full-precision float64 expansions of R terms (leading exponents in [-8, 8]); "
              "NumPy's float64 figures on their leading terms; peers at 53 R bits. Times in seconds (ms where "
              "marked), minimum of the repeats.",
@@ -441,7 +443,8 @@ def main(argv=None) -> int:
         res = json.loads(Path(args.render).read_text())
         run_args = argparse.Namespace(**res["args"])
         text = markdown(res["cells"], res["ill_conditioned"], run_args, res["environment"], res["command"],
-                        Path(args.render).with_suffix(".log").name, res.get("date"), res.get("cpu"), res.get("blas"))
+                        Path(args.render).with_suffix(".log").name, res.get("date"), res.get("cpu"), res.get("blas"),
+                        res.get("load_average"), res.get("cores"))
         Path(args.render).with_suffix(".md").write_text(text)
         print(text)
         return 0
@@ -454,6 +457,7 @@ def main(argv=None) -> int:
     argv = list(argv if argv is not None else sys.argv[1:])
     command = "python -m bench.linalg " + " ".join(argv)
     env = environment()
+    load_start = os.getloadavg()
     log, cells, ill = [], [], None
     base = ["--ns", ",".join(map(str, args.ns)), "--rs", ",".join(map(str, args.rs)), "--repeats", str(args.repeats),
             "--peer-budget", str(args.peer_budget), "--elementwise-budget", str(args.elementwise_budget)]
@@ -485,13 +489,15 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"linalg_{device_slug()}"
+    load = {"start": list(load_start), "end": list(os.getloadavg())}
     (out / f"{stem}.log").write_text("\n".join(log) + "\n")
     (out / f"{stem}.json").write_text(json.dumps(
         {"command": command.strip(), "environment": env, "cpu": cpu_model(), "blas": blas_name(),
-         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "args": vars(args), "cells": cells,
+         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "args": vars(args),
+         "load_average": load, "cores": os.cpu_count(), "cells": cells,
          "ill_conditioned": ill, "goals": goals(cells, ill),
          "gpu_estimate": [gpu_estimate(n, R) for n in args.ns for R in args.rs]}, indent=1))
-    text = markdown(cells, ill, args, env, command.strip(), f"{stem}.log")
+    text = markdown(cells, ill, args, env, command.strip(), f"{stem}.log", load=load)
     (out / f"{stem}.md").write_text(text)
     print(text)
     return 0

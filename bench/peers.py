@@ -55,6 +55,8 @@ import expansions as ex
 from expansions.__main__ import device_slug, environment
 from expansions.generate import random_terms
 
+from . import load_note
+
 OPS = ("add", "sub", "mul", "div", "sqrt", "dot")
 RS = (2, 4, 8, 16, 32)
 COLUMNS = ("expansions 1T", "expansions allT", "expansions twins", "python-flint", "gmpy2", "mpmath", "xprec",
@@ -335,8 +337,8 @@ def markdown(result, args, env, vers, command) -> str:
              f"- CPU: {cpu_model()}; {platform.system()} {platform.release()}; Python {env['python']}; "
              f"numba threads: {result['all_threads']}, threading layer {result['threading']['layer']}, "
              f"OMP_WAIT_POLICY {result['threading']['OMP_WAIT_POLICY']}, OPENBLAS_NUM_THREADS "
-             f"{result['threading']['OPENBLAS_NUM_THREADS']} (float64 dot); the machine was shared with "
-             "other work during the run, so the all-threads figures are the least reliable.",
+             f"{result['threading']['OPENBLAS_NUM_THREADS']} (float64 dot); "
+             f"{load_note(result.get('load_average'), os.cpu_count())}.",
              "- Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()) + ".",
              "- Precision: R float64 terms against R * 53 bits in the arbitrary-precision peers "
              "(106, 212, 424, 848, 1696 bits); same numbers for every peer (random expansions, leading "
@@ -398,14 +400,16 @@ def main(argv=None) -> int:
         ap.error(f"unknown operations {sorted(unknown)}; use {OPS}")
     command = "python -m bench.peers " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
     env, vers = environment(), versions()
+    load_start = os.getloadavg()
     result = run(args)
+    result["load_average"] = {"start": list(load_start), "end": list(os.getloadavg())}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"peers_{device_slug()}"
     (out / f"{stem}.json").write_text(json.dumps(
         {"command": command.strip(), "environment": env, "versions": vers, "cpu": cpu_model(),
          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "args": vars(args),
-         "notes": result["notes"], "threading": result["threading"],
+         "notes": result["notes"], "threading": result["threading"], "load_average": result["load_average"],
          "cells": result["cells"],
          "goals": goals(result["cells"])}, indent=1))
     text = markdown(result, args, env, vers, command.strip())
