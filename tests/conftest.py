@@ -52,6 +52,9 @@ import pytest  # noqa: E402
 def pytest_addoption(parser):
     parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
                      help="print the N tests that used the most CPU seconds (with children), 0 for all")
+    parser.addoption("--numba-compiles", type=int, default=None, metavar="N",
+                     help="print the N numba compilations (function and argument types) that took the most "
+                          "CPU seconds, with the workers that compiled each, 0 for all")
 
 
 def _cpu_seconds() -> float:
@@ -63,10 +66,42 @@ _CPU: dict = {}
 _START = pytest.StashKey()
 
 
+# --numba-compiles=N: numba's compilations during the tests (numba's "numba:compile" events, the
+# outermost of nested ones, in CPU seconds of the compiling process), per function and argument types,
+# with the workers that compiled each: a loop compiled by every worker is one for tests/warm_numba.py.
+_COMPILES: dict = {}  # (function, argument types) -> [CPU seconds, set of workers]
+_PENDING: list = []  # this process's compilations since the last report: (function, types, seconds)
+_LISTENING: list = []  # [True] once this process listens
+
+
+def _listen_to_numba_compiles() -> None:
+    from numba.core import event  # numba only with --numba-compiles
+
+    class Compiles(event.Listener):
+        depth, start = 0, 0.0
+
+        def on_start(self, ev):
+            if self.depth == 0:
+                self.start = time.process_time()
+            self.depth += 1
+
+        def on_end(self, ev):
+            self.depth -= 1
+            if self.depth == 0:
+                fn = ev.data["dispatcher"].py_func
+                _PENDING.append((f"{fn.__module__}.{fn.__qualname__}", str(ev.data.get("args")),
+                                 time.process_time() - self.start))
+
+    event.register("numba:compile", Compiles())
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
     if item.config.getoption("--cpu-durations") is not None:
         item.stash[_START] = (_cpu_seconds(), time.perf_counter())
+    if item.config.getoption("--numba-compiles") is not None and not _LISTENING:
+        _LISTENING.append(True)
+        _listen_to_numba_compiles()
     yield
 
 
@@ -76,6 +111,10 @@ def pytest_runtest_teardown(item, nextitem):
     if _START in item.stash:  # in the teardown report, which xdist sends from the worker
         cpu, wall = item.stash[_START]
         item.user_properties.append(("cpu_seconds", (_cpu_seconds() - cpu, time.perf_counter() - wall)))
+    if _PENDING:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        item.user_properties.append(("numba_compiles", [(f, a, s, worker) for f, a, s in _PENDING]))
+        _PENDING.clear()
 
 
 def pytest_runtest_logreport(report):
@@ -83,9 +122,21 @@ def pytest_runtest_logreport(report):
         for key, value in report.user_properties:
             if key == "cpu_seconds":
                 _CPU[report.nodeid] = tuple(value)
+            elif key == "numba_compiles":
+                for f, a, seconds, worker in value:
+                    entry = _COMPILES.setdefault((f, a), [0.0, set()])
+                    entry[0] += seconds
+                    entry[1].add(worker)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    k = config.getoption("--numba-compiles")
+    if k is not None:
+        rows = sorted(_COMPILES.items(), key=lambda kv: -kv[1][0])
+        total = sum(v[0] for v in _COMPILES.values())
+        terminalreporter.write_sep("=", f"numba compilations during the tests: {len(rows)}, {total:.1f} CPU s in all")
+        for (f, a), (seconds, workers) in rows[: k or None]:
+            terminalreporter.write_line(f"{seconds:8.2f} s  {','.join(sorted(workers)):9}  {f} {a[:150]}")
     n = config.getoption("--cpu-durations")
     if n is None or not _CPU:
         return
