@@ -19,11 +19,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def pytest_configure(config):
-    """With xdist workers, fill numba's disk cache first (tests/warm_numba.py: its units spread over one
-    process per core, in parallel), so that the workers do not each compile the engine's loops.
-    EXPANSIONS_WARM_NUMBA=0 skips it."""
+    """With ``--numba-compiles``, listen to numba's compilations (each process: the workers too).  With
+    xdist workers, fill numba's disk cache first (tests/warm_numba.py: its units in one process per
+    core), so that the workers do not each compile the engine's loops.  EXPANSIONS_WARM_NUMBA=0 skips it."""
     import subprocess
 
+    if config.getoption("--numba-compiles") is not None:
+        _listen_to_numba_compiles()
     workers = getattr(config.option, "numprocesses", None)
     if hasattr(config, "workerinput") or not workers or os.environ.get("EXPANSIONS_WARM_NUMBA") == "0":
         return
@@ -31,13 +33,7 @@ def pytest_configure(config):
 
     if not engine.available():
         return
-    from warm_numba import spread  # beside this file; imports the library (numba), so only when warming
-
-    script = str(Path(__file__).parent / "warm_numba.py")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    procs = [subprocess.Popen([sys.executable, script, *units]) for units in spread(cores)]
-    for p in procs:
-        p.wait()
+    subprocess.run([sys.executable, str(Path(__file__).parent / "warm_numba.py")], check=False)  # failures: in the tests
 
 
 # --cpu-durations=N: the N tests that took the most CPU time (this process and the processes it
@@ -71,7 +67,6 @@ _START = pytest.StashKey()
 # with the workers that compiled each: a loop compiled by every worker is one for tests/warm_numba.py.
 _COMPILES: dict = {}  # (function, argument types) -> [CPU seconds, set of workers]
 _PENDING: list = []  # this process's compilations since the last report: (function, types, seconds)
-_LISTENING: list = []  # [True] once this process listens
 
 
 def _listen_to_numba_compiles() -> None:
@@ -99,9 +94,6 @@ def _listen_to_numba_compiles() -> None:
 def pytest_runtest_setup(item):
     if item.config.getoption("--cpu-durations") is not None:
         item.stash[_START] = (_cpu_seconds(), time.perf_counter())
-    if item.config.getoption("--numba-compiles") is not None and not _LISTENING:
-        _LISTENING.append(True)
-        _listen_to_numba_compiles()
     yield
 
 

@@ -1,14 +1,16 @@
 """Compile the CPU engine's loops into numba's disk cache: ``python tests/warm_numba.py UNIT ...``
 (``UNIT`` a key of :data:`UNITS`, such as ``elementary:float64``; none: all of them).
 
-tests/conftest.py runs it before the xdist workers start, the units spread over one process per
-core (:func:`spread`), so that the workers load the compiled code instead of compiling it: a loop
+tests/conftest.py runs it before the xdist workers start: the units run in one process per core,
+the costliest first (:func:`main`), so that the workers load the compiled code instead of compiling it: a loop
 that tests on both workers need would otherwise be compiled twice, once in each.  About 210 CPU
 seconds on a cold cache (a 2-core x86_64 machine: 105 s of wall time), a second on a warm one.
 Only what the tests' engine paths compile is warmed; nothing is checked here beyond the dtype."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sys
 
 import numpy as np
@@ -71,7 +73,7 @@ def slices(dtype: str) -> None:
 
 
 #: unit name -> (function, dtype, CPU seconds on a cold cache: measured on a 2-core x86_64 machine,
-#: used only to spread the units over the processes)
+#: used only to start the costliest units first)
 UNITS = {
     **{f"elementary:{d}": (elementary, d, 48) for d in ("float64", "float32")},
     **{f"engine:{d}": (engine, d, 25) for d in ("float64", "float32")},
@@ -81,19 +83,20 @@ UNITS = {
 }
 
 
-def spread(processes: int) -> list[list[str]]:
-    """The units in at most ``processes`` groups of about equal cost (the longest first, each to the
-    cheapest group so far)."""
-    groups: list[list[str]] = [[] for _ in range(max(1, processes))]
-    cost = [0] * len(groups)
-    for name in sorted(UNITS, key=lambda n: -UNITS[n][2]):
-        i = cost.index(min(cost))
-        groups[i].append(name)
-        cost[i] += UNITS[name][2]
-    return [g for g in groups if g]
+def _warm(unit: str) -> str:
+    function, dtype, _ = UNITS[unit]
+    function(dtype)
+    return unit
+
+
+def main(units: list[str]) -> None:
+    """Warm ``units`` in one process per core, the costliest first, each to the next free process."""
+    units = sorted(units, key=lambda u: -UNITS[u][2])
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    with multiprocessing.get_context("spawn").Pool(min(cores, len(units))) as pool:
+        for _ in pool.imap_unordered(_warm, units, chunksize=1):
+            pass
 
 
 if __name__ == "__main__":
-    for unit in sys.argv[1:] or list(UNITS):
-        function, dtype, _ = UNITS[unit]
-        function(dtype)
+    main(sys.argv[1:] or list(UNITS))
