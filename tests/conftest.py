@@ -33,7 +33,8 @@ def pytest_configure(config):
 
     if not engine.available():
         return
-    subprocess.run([sys.executable, str(Path(__file__).parent / "warm_numba.py")], check=False)  # failures: in the tests
+    # check=False: a unit that fails to compile fails again, with its test's name, in the tests
+    subprocess.run([sys.executable, str(Path(__file__).parent / "warm_numba.py")], check=False)
 
 
 # --cpu-durations=N: the N tests that took the most CPU time (this process and the processes it
