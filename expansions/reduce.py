@@ -116,14 +116,16 @@ _SLICES_PER_OUTPUT_PRODUCT = 3e-9
 _SLICES_PER_FLOP = 1 / 40e9
 
 
-def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto") -> str:
-    """The method of an (m, k) @ (k, n) product of R-term expansions of ``dtype``: ``method`` itself
-    unless it is "auto"; "auto" is "slices" for products of matrices (m n > 1) where
-    :func:`expansions.slices.supported` and the cost model (the constants above) predicts it faster
-    than "elementwise", else "elementwise" (so a dot product of two vectors, ``vdot`` and 1-D ``dot``
-    and ``inner``, keeps the tree and its bound relative to sum |x_i y_i|).  On one core, R = 2
-    switches to slices from about 12 x 12 x 12, R = 8 from about 16 x 16 x 16 (a matrix times a vector
-    from about 64 x 64 for R <= 4)."""
+def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto", extra: int | None = 0) -> str:
+    """The method of an (m, k) @ (k, n) product of R-term expansions of ``dtype`` whose slice plan
+    needs ``extra`` bits (:func:`expansions.slices.componentwise_extra`; None: no plan holds the
+    operands' spread): ``method`` itself unless it is "auto"; "auto" is "slices" for products of
+    matrices (m n > 1) where :func:`expansions.slices.supported` and the cost model (the constants
+    above) predicts it faster than "elementwise", else "elementwise" (so a dot product of two vectors,
+    ``vdot`` and 1-D ``dot`` and ``inner``, keeps the tree and its bound relative to sum |x_i y_i|).
+    On one core, with well-scaled operands, R = 2 switches to slices from about 12 x 12 x 12, R = 8
+    from about 16 x 16 x 16 (a matrix times a vector from about 64 x 64 for R <= 4); badly scaled
+    operands need more slice products and switch later."""
     if method not in METHODS:
         raise ValueError(f"unknown product method {method!r}: use one of {METHODS}")
     if method == "slices" and not _slices.supported(k, R, dtype):
@@ -131,9 +133,9 @@ def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto") -
                          f"format's exponent range (use method='elementwise')")
     if method != "auto":
         return method
-    if m * n <= 1 or k == 0 or not _slices.supported(k, R, dtype):  # one dot product (vectors): the tree
-        return "elementwise"
-    plan = _slices.plan(k, R, dtype)
+    if m * n <= 1 or k == 0 or extra is None or not _slices.supported(k, R, dtype, extra=extra):
+        return "elementwise"  # one dot product (vectors): the tree
+    plan = _slices.plan(k, R, dtype, extra=extra)
     g = plan.gemms
     elementwise = _ELEMENTWISE_PER_MULADD_TERM * R * m * k * n
     slices = (_SLICES_PER_PRODUCT * g + _SLICES_PER_DIGIT * plan.slices * R * (m * k + k * n)
@@ -142,10 +144,19 @@ def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto") -
 
 
 def _product(x2: ExpansionArray, y2: ExpansionArray, method: str) -> ExpansionArray:
-    """(m, k) @ (k, n) for 2-D operands of one format: by slices or by the element-wise tree."""
+    """(m, k) @ (k, n) for 2-D operands of one format: by slices or by the element-wise tree.  "auto"
+    weighs the slice plan that the operands' scaling needs (:func:`expansions.slices.componentwise_extra`)
+    against the tree, so both paths keep the componentwise bound :func:`expansions.bounds.matmul`."""
     (m, k), n = x2.shape, y2.shape[1]
-    if choose_method(m, k, n, x2.nterms, x2.dtype, method) == "slices":
-        return _slices.matmul(x2, y2)
+    R, dtype = x2.nterms, x2.dtype
+    extra = 0
+    if method == "auto" and m * n > 1 and k > 0 and _slices.supported(k, R, dtype):
+        try:
+            extra = _slices.componentwise_extra(x2.terms, y2.terms, R, dtype)
+        except ValueError:
+            extra = None
+    if choose_method(m, k, n, R, dtype, method, extra) == "slices":
+        return _slices.matmul(x2, y2, extra=extra if method == "auto" else None)
     return _dot_rows(x2, y2, (m, n), m * n, k, n, (k, 0, 1), (0, 1, n))
 
 

@@ -7,7 +7,11 @@ it for their 2-D products, see :mod:`expansions.reduce`).  The steps are those o
 :mod:`expansions.cpu.slices` (the specification, NumPy or CuPy) or of their compiled twins
 :mod:`expansions.engine.slices` (same bits), around ``plan.gemms`` float64 matrix products of integer
 digit matrices that the BLAS computes exactly: the result is the same on every BLAS, every thread
-count, the CPU and the GPU.  Proven bound: :func:`expansions.bounds.matmul_slices`.
+count, the CPU and the GPU.  Proven bounds: :func:`expansions.bounds.matmul_slices` for a plan, and
+the componentwise :func:`expansions.bounds.matmul` (each entry within 2**(-(p-1) R) of
+sum_k |a_ik b_kj|, plus the final rounding), which the product keeps whatever the operands' scaling
+by choosing the plan's extra bits from them (:func:`componentwise_extra`): badly scaled operands (rows
+or columns whose entries span many binades) cost more matrix products, never accuracy.
 
 Non-finite values (the library's rule): an operand entry with a non-finite term is the IEEE value of
 its leading term, or NaN when that leading term is finite; a result entry that such values reach is
@@ -24,6 +28,7 @@ columns of at most :data:`TILE_BYTES`); the result is accumulated by blocks of r
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy as np
 
@@ -50,12 +55,13 @@ ACC_BYTES = 1 << 25
 SCHEMES = ("modular", "levels")
 
 
-def plan(n: int, R: int, dtype, scheme: str | None = None):
-    """The plan of an inner dimension n for R terms of ``dtype``: :func:`expansions.bounds.modular_plan`
-    or :func:`expansions.bounds.slice_plan` (``scheme``; default :func:`default_scheme`)."""
-    scheme = default_scheme(n, R, dtype) if scheme is None else _check_scheme(scheme)
+def plan(n: int, R: int, dtype, scheme: str | None = None, extra: int = 0):
+    """The plan of an inner dimension n for R terms of ``dtype`` and ``extra`` bits:
+    :func:`expansions.bounds.modular_plan` or :func:`expansions.bounds.slice_plan` (``scheme``;
+    default :func:`default_scheme`)."""
+    scheme = default_scheme(n, R, dtype, extra) if scheme is None else _check_scheme(scheme)
     fmt = F.format_of(dtype)
-    return bounds.modular_plan(n, R, fmt) if scheme == "modular" else bounds.slice_plan(n, R, fmt)
+    return bounds.modular_plan(n, R, fmt, extra) if scheme == "modular" else bounds.slice_plan(n, R, fmt, extra)
 
 
 def _check_scheme(scheme: str) -> str:
@@ -64,29 +70,96 @@ def _check_scheme(scheme: str) -> str:
     return scheme
 
 
-def _fits(n: int, R: int, dtype, scheme: str) -> bool:
-    fmt = F.format_of(dtype)
-    try:
-        if scheme == "modular":
-            return bounds.modular_scale_fits(bounds.modular_plan(n, R, fmt), fmt)
-        return bounds.slice_scale_fits(bounds.slice_plan(n, R, fmt), fmt)
-    except ValueError:
-        return False
-
-
-def default_scheme(n: int, R: int, dtype) -> str:
+def default_scheme(n: int, R: int, dtype, extra: int = 0) -> str:
     """:func:`expansions.bounds.default_slice_scheme` ("modular" for every float64 case)."""
-    return bounds.default_slice_scheme(n, R, F.format_of(dtype))
+    return bounds.default_slice_scheme(n, R, F.format_of(dtype), extra)
 
 
-def supported(n: int, R: int, dtype, scheme: str | None = None) -> bool:
-    """Whether the slice product handles inner dimension n, R terms of ``dtype`` (with ``scheme``,
-    default either): the exact sum must fit the format's exponent range as normal numbers
-    (:func:`expansions.bounds.modular_scale_fits`, :func:`expansions.bounds.slice_scale_fits`):
-    always for float64; float32 up to about R = 8."""
-    if scheme is None:
-        return any(_fits(n, R, dtype, sc) for sc in SCHEMES)
-    return _fits(n, R, dtype, _check_scheme(scheme))
+def supported(n: int, R: int, dtype, scheme: str | None = None, extra: int = 0) -> bool:
+    """Whether the slice product handles inner dimension n, R terms of ``dtype`` and ``extra`` bits
+    (with ``scheme``, default either): the exact sum must fit the format's exponent range as normal
+    numbers (:func:`expansions.bounds.slice_scheme_fits`): for float64 up to about 1880 extra bits at
+    R = 2 (1560 at R = 8); float32 up to about R = 8 without extra bits, 100 to 150 extra bits at R <= 4."""
+    fmt = F.format_of(dtype)
+    schemes = SCHEMES if scheme is None else (_check_scheme(scheme),)
+    return any(bounds.slice_scheme_fits(sc, n, R, fmt, extra) for sc in schemes)
+
+
+#: Entries of a badly scaled product whose spread :func:`componentwise_deficit` finds exactly (a
+#: minimum over the inner dimension per entry) before it falls back to the rows' and columns' spans.
+EXACT_SPREAD_WORK = 1 << 22
+
+
+def componentwise_deficit(a, b):
+    """k such that 2**-k is a lower bound of 2**-(E_i + F_j) sum_k |a_ik| |b_kj| over every entry
+    (i, j) of the product of the matrices of expansions with terms a (m, n, Ra) and b (n, p, Rb)
+    that has a nonzero product a_ik b_kj (None when none has), with E_i, F_j the scales of the slice
+    product (1 + the largest exponent of row i's, column j's finite terms,
+    :func:`expansions.cpu.slices.split`) and |a_ik| taken as its leading term (the largest of an
+    ulp-nonoverlapping expansion); entries with a non-finite leading term count as zero (an entry with
+    a non-finite term makes every entry of the product that it reaches non-finite).  What
+    :func:`expansions.bounds.componentwise_extra` needs to choose the plan of a componentwise bound.
+
+    Computed exactly, so that the plan, hence the bits of the product, are the same on every BLAS
+    and device: with d_ik = E_i - e_ik + 1 (e_ik the exponent of |a_ik|: |a_ik| >= 2**(e_ik - 1)),
+    |a_ik| 2**-E_i >= 2**-d_ik, and the same for b; the sum of 2**-(d_ik + d'_kj) over the pairs
+    with d, d' <= W is one float64 product of matrices whose every partial sum is a multiple of
+    2**-2W below 2**53 units (W from n): exact.  Entries where that sum is 0 get the exact
+    min_k (d_ik + d'_kj) when they are few (:data:`EXACT_SPREAD_WORK`), else the larger bound
+    max_k d_ik + max_k d'_kj (the row's and the column's spans)."""
+    xp = xp_of(a)
+    m, n = a.shape[0], a.shape[1]
+    p = b.shape[1]
+    if m == 0 or n == 0 or p == 0:
+        return None
+    da, ra = _deficits(a, axis=1)
+    db, rb = _deficits(b, axis=0)
+    W = (56 - n.bit_length()) // 2
+    qa = xp.where(da <= W, xp.ldexp(1.0, -xp.minimum(da, W)), 0.0)
+    qb = xp.where(db <= W, xp.ldexp(1.0, -xp.minimum(db, W)), 0.0)
+    S = xp.matmul(qa, qb)  # (m, p), exact
+    low = float(xp.where(S > 0, S, xp.inf).min())
+    worst = 1 - math.frexp(low)[1] if low < math.inf else None  # 2**(e-1) <= low
+    if bool((S == 0).any()):
+        nz = xp.matmul((da < _NO_DEFICIT).astype(xp.float64), (db < _NO_DEFICIT).astype(xp.float64))
+        ii, jj = xp.nonzero((S == 0) & (nz > 0))
+        if ii.size:
+            if ii.size * n <= EXACT_SPREAD_WORK:
+                need = (da[ii] + db[:, jj].T).min(axis=1)
+            else:
+                need = ra[ii] + rb[jj]
+            w = int(need.max())
+            worst = w if worst is None else max(worst, w)
+    return worst
+
+
+#: The deficit given to a zero (or non-finite) entry: above every real one.
+_NO_DEFICIT = 1 << 20
+
+
+def _deficits(t, axis: int):
+    """d of :func:`componentwise_deficit` for the entries of t (rows, cols, R), int32, the scales
+    taken along ``axis`` (1: per row, as for A; 0: per column, as for B), _NO_DEFICIT for a zero or
+    non-finite entry; and the largest real d of each row (column), 0 where there is none."""
+    xp = xp_of(t)
+    mag = xp.abs(t[..., 0])  # the leading term (an entry with a non-finite term makes its row non-finite)
+    mag = xp.where(xp.isfinite(mag), mag, 0.0)
+    _, e = xp.frexp(mag)
+    _, top = xp.frexp(mag.max(axis=axis, keepdims=True))
+    d = xp.where(mag > 0, top + 2 - e, _NO_DEFICIT).astype(xp.int32)  # E + 1 - e, E = top + 1
+    span = xp.where(mag > 0, d, 0).max(axis=axis)
+    return d, span
+
+
+def componentwise_extra(a, b, R: int, dtype, scheme: str | None = None) -> int:
+    """The extra bits the slice product of a (m, n, Ra) and b (n, p, Rb) needs for the componentwise
+    bound :func:`expansions.bounds.matmul` (:func:`componentwise_deficit`,
+    :func:`expansions.bounds.componentwise_extra`); 0 for a product without a nonzero entry.
+    ValueError when no plan holds the operands' spread in the format's range."""
+    k = componentwise_deficit(a, b)
+    if k is None:
+        return 0
+    return bounds.componentwise_extra(a.shape[1], R, F.format_of(dtype), k, scheme)
 
 
 class _Steps:
@@ -143,14 +216,19 @@ def _blocks(total: int, size: int):
     return [(i, min(i + size, total)) for i in range(0, total, size)] if total else []
 
 
-def matmul_terms(a, b, R: int, dtype, gemm=None, steps: _Steps | None = None, scheme: str | None = None):
+def matmul_terms(a, b, R: int, dtype, gemm=None, steps: _Steps | None = None, scheme: str | None = None,
+                 extra: int | None = None):
     """The R-term product of the matrices of expansions whose terms are a (m, n, Ra) and b (n, p, Rb)
     (float64 or float32, any numbers of terms; NumPy or CuPy), as (m, p, R) terms of ``dtype``.
 
     ``gemm(A, B)`` multiplies two float64 matrices (default: the array module's ``matmul``, i.e. the
     BLAS); the products it is given have integer entries and exact integer results, so any exact
     multiplication gives the same bits (the tests pass an integer one).  ``scheme``: "modular" or
-    "levels" (default :func:`default_scheme`).  Raises ValueError where :func:`supported` is false."""
+    "levels" (default :func:`default_scheme`).  ``extra``: the plan's extra bits (default
+    :func:`componentwise_extra`, which gives every entry the componentwise bound
+    :func:`expansions.bounds.matmul` whatever the operands' scaling; 0 gives the plan of the
+    normwise bound :func:`expansions.bounds.matmul_slices` alone).  Raises ValueError where
+    :func:`supported` is false (for the extra bits the operands need)."""
     xp = xp_of(a)
     dtype = F.canonical_dtype(dtype)
     fmt = F.format_of(dtype)
@@ -164,13 +242,19 @@ def matmul_terms(a, b, R: int, dtype, gemm=None, steps: _Steps | None = None, sc
     out = xp.zeros((m, p, R), dtype=dtype)
     if m == 0 or p == 0 or n == 0:
         return out
-    scheme = default_scheme(n, R, dtype) if scheme is None else scheme
-    pl = plan(n, R, dtype, scheme)
+    a = a.astype(xp.float64, copy=False)
+    b = b.astype(xp.float64, copy=False)
+    if extra is None:
+        try:
+            extra = componentwise_extra(a, b, R, dtype, scheme)
+        except ValueError:
+            raise ValueError(f"slice product: the operands' entries span too many binades for a componentwise "
+                             f"bound in {R} {dtype} terms (use method='elementwise')") from None
+    scheme = default_scheme(n, R, dtype, extra) if scheme is None else scheme
+    pl = plan(n, R, dtype, scheme, extra)
     gemm = xp.matmul if gemm is None else gemm
     steps = _steps(xp) if steps is None else steps
     renorm = _renormalizer(steps)
-    a = a.astype(xp.float64, copy=False)
-    b = b.astype(xp.float64, copy=False)
     if scheme == "modular":
         any_a, any_b = _modular(a, b, R, dtype, fmt, pl, gemm, steps, renorm, out)
     else:
@@ -283,10 +367,10 @@ def _store(out, ii, jj, w, hit):
     out[sel + (0,)] = xp.where(xp.isnan(vals), xp.asarray(xp.nan, dtype=out.dtype), vals)
 
 
-def matmul(x: ExpansionArray, y: ExpansionArray, gemm=None) -> ExpansionArray:
+def matmul(x: ExpansionArray, y: ExpansionArray, gemm=None, extra: int | None = None) -> ExpansionArray:
     """``x @ y`` for 2-D ExpansionArrays (or values :func:`expansions.operations.operands` promotes)
     by exact slices: R terms of the operands' common format (the larger R, float64 if either is).
-    Bound: :func:`expansions.bounds.matmul_slices`."""
+    Componentwise bound :func:`expansions.bounds.matmul` (``extra`` as in :func:`matmul_terms`)."""
     x, y = operands(x, y)
     if x.ndim != 2 or y.ndim != 2:
         raise ValueError(f"slice product: 2-D operands expected, got shapes {x.shape} and {y.shape}")
@@ -294,12 +378,12 @@ def matmul(x: ExpansionArray, y: ExpansionArray, gemm=None) -> ExpansionArray:
         raise ValueError(f"matmul: mismatch in the core dimension: {x.shape} @ {y.shape} "
                          f"({x.shape[1]} != {y.shape[0]})")
     with np.errstate(all="ignore"):
-        t = matmul_terms(x.terms, y.terms, x.nterms, x.dtype, gemm=gemm)
+        t = matmul_terms(x.terms, y.terms, x.nterms, x.dtype, gemm=gemm, extra=extra)
     return ExpansionArray(t)
 
 
-def flops(m: int, n: int, p: int, R: int, dtype="float64") -> int:
+def flops(m: int, n: int, p: int, R: int, dtype="float64", extra: int = 0) -> int:
     """Floating-point operations of the float64 matrix products of an (m, n) @ (n, p) slice product
-    (2 m n p per product)."""
-    return 2 * m * n * p * plan(n, R, dtype).gemms
+    with ``extra`` bits (2 m n p per product)."""
+    return 2 * m * n * p * plan(n, R, dtype, extra=extra).gemms
 
