@@ -30,11 +30,18 @@ matrices at once, each product per matrix.
 ``solve(a, b, refine=True)``: mixed-precision iterative refinement (Wilkinson; Moler 1967; Higham,
 *Accuracy and Stability of Numerical Algorithms*, ch. 12): x0 from float64 LAPACK (NumPy or CuPy) on
 the leading terms, then ``r = b - a x`` in expansions (a matrix product by slices and a
-subtraction), ``d`` = the float64 solve of r's leading terms, ``x = x + d``, until
-``||d||_inf <= 2**-((p-1) R) ||x||_inf`` (converged); it falls back to the LU in expansions,
-with a RuntimeWarning, when the float64 matrix is singular, when a correction does not shrink by
-half, or after :data:`REFINE_MAX_STEPS` steps: refinement converges when the condition number is
-below about 1/(2 u) ~ 4e15 for float64 factors (its rate is about cond(a) * 2**-53 per step).
+subtraction), ``d`` = the float64 solve of r's leading terms, ``x = x + d``.  It stops when the
+componentwise backward error of x computed from that residual, ``max_i |r_i| / (|a| |x| + |b|)_i``
+(from the leading terms, summed in a fixed order), is at most ``REFINE_TOLERANCE * n * u``
+(:data:`REFINE_TOLERANCE` = 2): x then solves ``(a + E) x = b + f`` with ``|E| <= t |a|``,
+``|f| <= t |b|``, t that tolerance plus the residual's own rounding.  (A test on the size of the
+corrections cannot serve: the residual's rounding, about u |a| |x|, leaves corrections of about
+cond(a) u ||x|| however many steps run.)  It falls back to the LU in expansions, with a
+RuntimeWarning, where float64 cannot refine the system: when the float64 matrix is singular or a
+correction is not finite, when a correction does not shrink by half (the condition number is too
+large for float64 factors, above about 1e15; each step gains about 53 - log2(cond) bits), or after
+:data:`REFINE_MAX_STEPS` steps.  The rule is fixed, so the stopping step depends only on the
+corrections, which come from LAPACK.
 
 Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``: "Singular matrix";
 ``det`` returns 0 instead) and a matrix that is not positive definite (``cholesky``) raise
@@ -66,7 +73,7 @@ from .statistics import max as _max
 from .statistics import min as _min
 
 __all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "LinAlgError", "LEAF",
-           "REFINE_MAX_STEPS"]
+           "REFINE_MAX_STEPS", "REFINE_TOLERANCE"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -74,6 +81,9 @@ LinAlgError = np.linalg.LinAlgError
 LEAF = 16
 #: Most refinement steps of ``solve(..., refine=True)`` before it falls back to the LU in expansions.
 REFINE_MAX_STEPS = 40
+#: ``solve(..., refine=True)`` stops when the componentwise backward error of x, computed from the
+#: residual, is at most ``REFINE_TOLERANCE * n * u`` (u = 2**-((p-1) R)).
+REFINE_TOLERANCE = 2
 
 
 def _expansion(a, like: ExpansionArray | None, what: str) -> ExpansionArray:
@@ -273,16 +283,18 @@ def solve(a, b, refine: bool = False):
     By the blocked LU with partial pivoting of :func:`lu_factor` and blocked triangular solves; an
     exactly zero pivot raises LinAlgError("Singular matrix").  ``refine=True``: mixed-precision
     iterative refinement from float64 LAPACK factors (see the module docstring), the fast path for
-    systems whose condition number is below about 1e15; where it does not converge it warns
+    systems whose condition number is below about 1e15, run until the componentwise backward error
+    is at most ``REFINE_TOLERANCE * n * u``; where float64 cannot refine the system it warns
     (RuntimeWarning) and returns the LU solution instead."""
     a = _expansion(a, b if isinstance(b, ExpansionArray) else None, "solve")
     if refine:
         x = _solve_refined(a, b)
         if x is not None:
             return x
-        warnings.warn("solve(refine=True): iterative refinement from float64 factors did not converge (condition "
-                      "number too large for float64, or a singular or non-finite float64 matrix); solved by the "
-                      "LU in expansions instead", RuntimeWarning, stacklevel=2)
+        warnings.warn("solve(refine=True): iterative refinement from float64 factors did not converge (the "
+                      "corrections do not shrink: condition number too large for float64, or a singular or "
+                      "non-finite float64 matrix); solved by the LU in expansions instead", RuntimeWarning,
+                      stacklevel=2)
     f, perm, _ = lu_factor(a)
     n = a.shape[-1]
     _check_singular(f, "solve")
@@ -308,7 +320,8 @@ def _solve_refined(a: ExpansionArray, b):
         return bb.reshape(out_shape)
     if not bool(xp.isfinite(A0).all()) or not bool(xp.isfinite(bb.terms).all()):
         return None
-    fmt_unit = 2.0 ** (-(np.finfo(a.dtype).nmant) * R)  # 2**-((p-1) R)
+    tolerance = REFINE_TOLERANCE * n * 2.0 ** (-(np.finfo(a.dtype).nmant) * R)  # REFINE_TOLERANCE n u
+    absA0, absb0 = xp.abs(A0), xp.abs(bb.terms[..., 0].astype(np.float64))
 
     def float64_solve(rhs):
         try:
@@ -318,6 +331,13 @@ def _solve_refined(a: ExpansionArray, b):
             return None
         return d if bool(xp.isfinite(d).all()) else None
 
+    def backward_error(r, x):
+        """max_i |r_i| / (|A| |x| + |b|)_i from the leading terms (einsum: a fixed summation order)."""
+        scale = xp.einsum("bij,bjk->bik", absA0, xp.abs(x.terms[..., 0].astype(np.float64))) + absb0
+        r0 = xp.abs(r.terms[..., 0].astype(np.float64))
+        with np.errstate(all="ignore"):
+            return float(xp.where(r0 == 0, 0.0, r0 / scale).max())
+
     d = float64_solve(bb)
     if d is None:
         return None
@@ -325,16 +345,16 @@ def _solve_refined(a: ExpansionArray, b):
     previous = math.inf
     for _ in range(REFINE_MAX_STEPS):
         r = bb - _matmul(A, x)
+        if backward_error(r, x) <= tolerance:
+            return x.reshape(out_shape)
         d = float64_solve(r)
         if d is None:
             return None
-        x = x + _array(d, terms=R, dtype=a.dtype.name, device=a.device)
         size = float(xp.abs(d).max())
-        if size <= fmt_unit * float(xp.abs(x.terms[..., 0]).max()):
-            return x.reshape(out_shape)
         if size > previous / 2:
             return None
         previous = size
+        x = x + _array(d, terms=R, dtype=a.dtype.name, device=a.device)
     return None
 
 
