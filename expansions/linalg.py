@@ -321,7 +321,7 @@ def _solve_refined(a: ExpansionArray, b):
     B = math.prod(batch)
     A = ExpansionArray(xp.ascontiguousarray(xp.broadcast_to(a.terms, batch + (n, n, R))).reshape((B, n, n, R)))
     A0 = A.terms[..., 0].astype(np.float64)
-    if n == 0:
+    if bb.size == 0:  # no equations, no matrices or no right-hand sides
         return bb.reshape(out_shape)
     if not bool(xp.isfinite(A0).all()) or not bool(xp.isfinite(bb.terms).all()):
         return None

@@ -106,6 +106,8 @@ def test_refinement_of_a_stack_with_several_right_hand_sides_and_float32():
     b32 = ex.array(np.ones(10), terms=3, dtype="float32")
     x32 = _refine_without_warning(A32, b32)
     assert componentwise_backward_error(A32, x32, b32) <= 4 * 10 * _u(3, "float32")
+    empty = la.solve(ex.zeros((0, 3, 3), terms=2), ex.zeros((0, 3, 2), terms=2), refine=True)
+    assert empty.shape == (0, 3, 2)
 
 
 @pytest.mark.parametrize("R", [2, 4])
