@@ -16,8 +16,8 @@ from expansions.generate import random_terms
 KINDS = ("hilbert", "vandermonde", "graded", "random")
 
 
-def _u(R: int) -> Fraction:
-    return Fraction(1, 2 ** (52 * R))
+def _u(R: int, dtype="float64") -> Fraction:
+    return Fraction(1, 2 ** (np.finfo(dtype).nmant * R))
 
 
 def _fr(x):
@@ -52,7 +52,7 @@ def check_qr(A: ex.ExpansionArray, Q: ex.ExpansionArray, Rq: ex.ExpansionArray, 
     ||a_j - Q r_j||_1 <= c N u ||a_j||_1; R upper triangular (exact zeros below the diagonal)."""
     m, n = A.shape
     k = Q.shape[1]
-    bound = c * max(m, n) * _u(A.nterms)
+    bound = c * max(m, n) * _u(A.nterms, A.dtype)
     Qi, qs = _scaled(Q)
     Ri, rs = _scaled(Rq)
     Ai, s = _scaled(A)
@@ -174,6 +174,11 @@ def test_qr_modes_shapes_and_numpy_signs():
     check_qr(ex.array(a[0].T, terms=3), Qc, Rc)
     with pytest.raises(ValueError, match="raw"):
         la.qr(A, mode="raw")
+    H = matrix("hilbert", 15, 12, 2, 0)
+    H32 = ex.array(H.to_fraction(), terms=2, dtype="float32")  # float32 terms: u = 2^-46
+    Q, Rq = la.qr(H32)
+    assert Q.dtype == np.float32 and Rq.dtype == np.float32
+    check_qr(H32, Q, Rq)
 
 
 @pytest.mark.parametrize("shape", [(12, 8), (6, 11), (9, 9)])
