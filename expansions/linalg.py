@@ -20,9 +20,11 @@ the BLAS (:mod:`expansions.slices`) where that is faster:
 * ``det`` the product of U's diagonal with the permutation's sign; ``inv`` the solve with the identity;
 * Cholesky (A = L L^T, L lower) recursively: the leading half, ``L21 = A21 L11^-T``, the trailing half
   of ``A22 - L21 L21^T`` (one product);
-* ``qr`` by block Gram-Schmidt with reorthogonalization (BCGS2) over panels of LEAF columns and
-  modified Gram-Schmidt within each panel (reduced: Q is m x k, R is k x n, k = min(m, n));
-  ``lstsq`` by that QR (full column rank).
+* ``qr`` by blocked Householder QR (GVL 5.2.2-5.2.3): panels of LEAF columns factored by Householder
+  reflections column by column, the trailing columns updated in the compact WY form
+  ``I - V T V^T`` (Schreiber and Van Loan 1989: three products per panel), Q accumulated from the
+  reflections the same way (modes 'reduced', 'complete', 'r' as NumPy); ``lstsq`` by that QR with
+  the reflections applied to b (full column rank).
 
 Matrices of at most LEAF columns run the unblocked algorithms; every step runs on all the stacked
 matrices at once, each product per matrix.
@@ -30,11 +32,18 @@ matrices at once, each product per matrix.
 ``solve(a, b, refine=True)``: mixed-precision iterative refinement (Wilkinson; Moler 1967; Higham,
 *Accuracy and Stability of Numerical Algorithms*, ch. 12): x0 from float64 LAPACK (NumPy or CuPy) on
 the leading terms, then ``r = b - a x`` in expansions (a matrix product by slices and a
-subtraction), ``d`` = the float64 solve of r's leading terms, ``x = x + d``, until
-``||d||_inf <= 2**-((p-1) R) ||x||_inf`` (converged); it falls back to the LU in expansions,
-with a RuntimeWarning, when the float64 matrix is singular, when a correction does not shrink by
-half, or after :data:`REFINE_MAX_STEPS` steps: refinement converges when the condition number is
-below about 1/(2 u) ~ 4e15 for float64 factors (its rate is about cond(a) * 2**-53 per step).
+subtraction), ``d`` = the float64 solve of r's leading terms, ``x = x + d``.  It stops when the
+componentwise backward error of x computed from that residual, ``max_i |r_i| / (|a| |x| + |b|)_i``
+(from the leading terms, summed in a fixed order), is at most ``REFINE_TOLERANCE * n * u``
+(:data:`REFINE_TOLERANCE` = 2): x then solves ``(a + E) x = b + f`` with ``|E| <= t |a|``,
+``|f| <= t |b|``, t that tolerance plus the residual's own rounding.  (A test on the size of the
+corrections cannot serve: the residual's rounding, about u |a| |x|, leaves corrections of about
+cond(a) u ||x|| however many steps run.)  It falls back to the LU in expansions, with a
+RuntimeWarning, where float64 cannot refine the system: when the float64 matrix is singular or a
+correction is not finite, when a correction does not shrink by half (the condition number is too
+large for float64 factors, above about 1e15; each step gains about 53 - log2(cond) bits), or after
+:data:`REFINE_MAX_STEPS` steps.  The rule is fixed, so the stopping step depends only on the
+corrections, which come from LAPACK.
 
 Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``: "Singular matrix";
 ``det`` returns 0 instead) and a matrix that is not positive definite (``cholesky``) raise
@@ -43,7 +52,10 @@ Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``
 Error behaviour: these are the textbook algorithms run at the expansion's precision u = 2^-(R(p-1))
 (every operation has a relative error of a few u, see :mod:`expansions.bounds`), so the classical
 backward-error results hold with that u: LU with partial pivoting solves (A + E) x = b with
-||E|| <= c n u ||A|| times the growth factor, Cholesky likewise without growth.  The backward error
+||E|| <= c n u ||A|| times the growth factor, Cholesky likewise without growth; Householder QR gives a
+Q orthonormal to c n u whatever the condition number and ``A + E = Q R`` with ``||e_j|| <= c n u
+||a_j||`` column by column, and ``lstsq`` solves a least-squares problem within c n u of (A, b)
+(Higham, ch. 19-20).  The backward error
 ||A x - b|| / (||A|| ||x|| + ||b||) measured exactly (rationals) by ``python examples/linear_solve.py
 --measure`` is recorded in ``examples/results/linear_solve_measure_cpu.txt``.
 """
@@ -58,7 +70,7 @@ import numpy as np
 from .arraytype import ExpansionArray, implements
 from .backends import xp_of
 from .creation import array as _array
-from .operations import absolute, compare, unary
+from .operations import absolute, compare, sign, unary
 from .reduce import matmul as _matmul
 from .reduce import sum as _sum
 from .statistics import argmax
@@ -66,7 +78,7 @@ from .statistics import max as _max
 from .statistics import min as _min
 
 __all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "LinAlgError", "LEAF",
-           "REFINE_MAX_STEPS"]
+           "REFINE_MAX_STEPS", "REFINE_TOLERANCE"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -74,6 +86,9 @@ LinAlgError = np.linalg.LinAlgError
 LEAF = 16
 #: Most refinement steps of ``solve(..., refine=True)`` before it falls back to the LU in expansions.
 REFINE_MAX_STEPS = 40
+#: ``solve(..., refine=True)`` stops when the componentwise backward error of x, computed from the
+#: residual, is at most ``REFINE_TOLERANCE * n * u`` (u = 2**-((p-1) R)).
+REFINE_TOLERANCE = 2
 
 
 def _expansion(a, like: ExpansionArray | None, what: str) -> ExpansionArray:
@@ -273,16 +288,18 @@ def solve(a, b, refine: bool = False):
     By the blocked LU with partial pivoting of :func:`lu_factor` and blocked triangular solves; an
     exactly zero pivot raises LinAlgError("Singular matrix").  ``refine=True``: mixed-precision
     iterative refinement from float64 LAPACK factors (see the module docstring), the fast path for
-    systems whose condition number is below about 1e15; where it does not converge it warns
+    systems whose condition number is below about 1e15, run until the componentwise backward error
+    is at most ``REFINE_TOLERANCE * n * u``; where float64 cannot refine the system it warns
     (RuntimeWarning) and returns the LU solution instead."""
     a = _expansion(a, b if isinstance(b, ExpansionArray) else None, "solve")
     if refine:
         x = _solve_refined(a, b)
         if x is not None:
             return x
-        warnings.warn("solve(refine=True): iterative refinement from float64 factors did not converge (condition "
-                      "number too large for float64, or a singular or non-finite float64 matrix); solved by the "
-                      "LU in expansions instead", RuntimeWarning, stacklevel=2)
+        warnings.warn("solve(refine=True): iterative refinement from float64 factors did not converge (the "
+                      "corrections do not shrink: condition number too large for float64, or a singular or "
+                      "non-finite float64 matrix); solved by the LU in expansions instead", RuntimeWarning,
+                      stacklevel=2)
     f, perm, _ = lu_factor(a)
     n = a.shape[-1]
     _check_singular(f, "solve")
@@ -304,11 +321,12 @@ def _solve_refined(a: ExpansionArray, b):
     B = math.prod(batch)
     A = ExpansionArray(xp.ascontiguousarray(xp.broadcast_to(a.terms, batch + (n, n, R))).reshape((B, n, n, R)))
     A0 = A.terms[..., 0].astype(np.float64)
-    if n == 0:
+    if bb.size == 0:  # no equations, no matrices or no right-hand sides
         return bb.reshape(out_shape)
     if not bool(xp.isfinite(A0).all()) or not bool(xp.isfinite(bb.terms).all()):
         return None
-    fmt_unit = 2.0 ** (-(np.finfo(a.dtype).nmant) * R)  # 2**-((p-1) R)
+    tolerance = REFINE_TOLERANCE * n * 2.0 ** (-(np.finfo(a.dtype).nmant) * R)  # REFINE_TOLERANCE n u
+    absA0, absb0 = xp.abs(A0), xp.abs(bb.terms[..., 0].astype(np.float64))
 
     def float64_solve(rhs):
         try:
@@ -318,6 +336,13 @@ def _solve_refined(a: ExpansionArray, b):
             return None
         return d if bool(xp.isfinite(d).all()) else None
 
+    def backward_error(r, x):
+        """max_i |r_i| / (|A| |x| + |b|)_i from the leading terms (einsum: a fixed summation order)."""
+        scale = xp.einsum("bij,bjk->bik", absA0, xp.abs(x.terms[..., 0].astype(np.float64))) + absb0
+        r0 = xp.abs(r.terms[..., 0].astype(np.float64))
+        with np.errstate(all="ignore"):
+            return float(xp.where(r0 == 0, 0.0, r0 / scale).max())
+
     d = float64_solve(bb)
     if d is None:
         return None
@@ -325,16 +350,16 @@ def _solve_refined(a: ExpansionArray, b):
     previous = math.inf
     for _ in range(REFINE_MAX_STEPS):
         r = bb - _matmul(A, x)
+        if backward_error(r, x) <= tolerance:
+            return x.reshape(out_shape)
         d = float64_solve(r)
         if d is None:
             return None
-        x = x + _array(d, terms=R, dtype=a.dtype.name, device=a.device)
         size = float(xp.abs(d).max())
-        if size <= fmt_unit * float(xp.abs(x.terms[..., 0]).max()):
-            return x.reshape(out_shape)
         if size > previous / 2:
             return None
         previous = size
+        x = x + _array(d, terms=R, dtype=a.dtype.name, device=a.device)
     return None
 
 
@@ -405,17 +430,112 @@ def _cholesky_in_place(w: ExpansionArray, k0: int, k1: int):
             w[:, j + 1:k1, j + 1:k1] = w[:, j + 1:k1, j + 1:k1] - col[:, :, None] * col[:, None, :]
 
 
+def _unit_terms(xp, shape, R: int, dtype):
+    """The terms of an expansion array of ones of the given shape."""
+    t = xp.zeros(tuple(shape) + (R,), dtype=dtype)
+    t[..., 0] = 1
+    return t
+
+
+def _reflector(x: ExpansionArray):
+    """The Householder reflection of the stacked columns x (B, l), l >= 1, as LAPACK's dlarfg:
+    ``(beta, tau, tail)`` with ``H = I - tau v v^T``, ``v = (1, tail)``, ``H x = (beta, 0, ..., 0)``,
+    ``beta = -sign(x_0) ||x||``, ``tau = (beta - x_0) / beta``, ``tail = x[1:] / (x_0 - beta)`` (the
+    sums and differences of like signs: no cancellation); ``tau = 0`` (H = I) and ``beta = x_0``
+    where x[1:] is zero.  The norm is taken of x scaled by a power of two (exactly) that brings its
+    largest leading term into [1/2, 1): no overflow or underflow of the squares."""
+    xp = xp_of(x.terms)
+    alpha, tail = x[:, 0], x[:, 1:]
+    lead = xp.abs(x.terms[..., 0]).max(axis=1)
+    emax = np.finfo(x.dtype).maxexp - 2
+    e = xp.clip(xp.frexp(lead)[1], -emax, emax)
+    scale = xp.ldexp(xp.ones_like(lead), -e)
+    xs = ExpansionArray(x.terms * scale[:, None, None])
+    norm = unary("sqrt", _sum(xs * xs, axis=1))
+    norm = ExpansionArray(norm.terms / scale[:, None])
+    positive = (sign(alpha) >= 0)[:, None]
+    trivial = xp.all(tail.terms == 0, axis=(1, 2))[:, None]
+    beta = ExpansionArray(xp.where(trivial, alpha.terms, xp.where(positive, -norm.terms, norm.terms)))
+    with np.errstate(all="ignore"):
+        tau = (beta - alpha) / beta
+        tail = tail / (alpha - beta)[:, None]
+    zero = xp.zeros_like(tau.terms)
+    return beta, ExpansionArray(xp.where(trivial, zero, tau.terms)), ExpansionArray(
+        xp.where(trivial[:, None], xp.zeros_like(tail.terms), tail.terms))
+
+
+def _block_reflector(V: ExpansionArray, tau: ExpansionArray) -> ExpansionArray:
+    """T (B, w, w) upper triangular with ``H_1 ... H_w = I - V T V^T`` for the reflections of unit
+    lower trapezoidal V (B, l, w) and tau (B, w) (the compact WY form, Schreiber and Van Loan 1989;
+    LAPACK's dlarft): ``T[i, i] = tau_i``, ``T[:i, i] = -tau_i T[:i, :i] (V[:, :i]^T v_i)``."""
+    xp = xp_of(V.terms)
+    B, w = tau.shape
+    S = _matmul(_transpose(V), V)  # (B, w, w): the products v_i^T v_j
+    T = ExpansionArray(xp.zeros((B, w, w, V.nterms), dtype=V.dtype))
+    for i in range(w):
+        T[:, i, i] = tau[:, i]
+        if i:
+            y = _sum(T[:, :i, :i] * S[:, :i, i][:, None, :], axis=2)
+            T[:, :i, i] = -(tau[:, i, None] * y)
+    return T
+
+
+def _apply_block(V: ExpansionArray, T: ExpansionArray, C: ExpansionArray, transpose: bool) -> ExpansionArray:
+    """``(I - V T V^T) C``, or with T^T where ``transpose``: three matrix products."""
+    W = _matmul(_transpose(V), C)
+    W = _matmul(_transpose(T) if transpose else T, W)
+    return C - _matmul(V, W)
+
+
+def _householder(F: ExpansionArray):
+    """Householder QR of the stacked F (B, m, n) in place, blocked: panels of :data:`LEAF` columns,
+    each factored column by column (:func:`_reflector`, the reflection applied to the rest of the
+    panel as a rank-one update), then applied to the trailing columns in the compact WY form
+    ``I - V T^T V^T`` (:func:`_apply_block`, three matrix products).  Leaves R on and above the
+    diagonal of F and returns the panels ``[(j0, V, T)]``: ``Q = H_1 ... H_k``, panel by panel
+    ``I - V T V^T`` acting on rows j0 onwards."""
+    xp = xp_of(F.terms)
+    B, m, n = F.shape
+    k = min(m, n)
+    panels = []
+    for j0 in range(0, k, LEAF):
+        j1 = min(j0 + LEAF, k)
+        w = j1 - j0
+        tau = ExpansionArray(xp.zeros((B, w, F.nterms), dtype=F.dtype))
+        for j in range(j0, j1):
+            beta, t, tail = _reflector(F[:, j:, j])
+            F[:, j, j] = beta
+            F[:, j + 1:, j] = tail
+            tau[:, j - j0] = t
+            if j + 1 < j1:
+                v = ExpansionArray(xp.concatenate([_unit_terms(xp, (B, 1), F.nterms, F.dtype), tail.terms], axis=1))
+                P = F[:, j:, j + 1:j1]
+                y = t[:, None] * _sum(v[:, :, None] * P, axis=1)
+                F[:, j:, j + 1:j1] = P - v[:, :, None] * y[:, None, :]
+        below = xp.tril(xp.ones((m - j0, w), dtype=bool), -1)[..., None]
+        diagonal = xp.eye(m - j0, w, dtype=bool)[..., None]
+        V = xp.where(below, F.terms[:, j0:, j0:j1], xp.zeros_like(F.terms[:, j0:, j0:j1]))
+        V = ExpansionArray(xp.where(diagonal, _unit_terms(xp, (), F.nterms, F.dtype), V))
+        T = _block_reflector(V, tau)
+        if j1 < n:
+            F[:, j0:, j1:] = _apply_block(V, T, F[:, j0:, j1:], transpose=True)
+        panels.append((j0, V, T))
+    return panels
+
+
 @implements(np.linalg.qr)
 def qr(a, mode: str = "reduced"):
-    """``(Q, R)`` with a = Q R, Q (..., m, k) with orthonormal columns and R (..., k, n) upper
-    triangular, k = min(m, n), by block Gram-Schmidt (NumPy's 'reduced' mode; 'r' gives R alone):
-    panels of :data:`LEAF` columns, each orthogonalized against the previous Q twice (BCGS2: block
-    classical Gram-Schmidt with reorthogonalization, Barlow and Smoktunowicz 2013; four matrix
-    products), then by modified Gram-Schmidt within the panel.  Up to LEAF columns this is modified
-    Gram-Schmidt.  A column that is a combination of the previous ones (rank deficiency) gives a NaN
-    column of Q."""
-    if mode not in ("reduced", "r"):
-        raise ValueError(f"qr: mode {mode!r} is not supported (use 'reduced' or 'r')")
+    """``(Q, R)`` with a = Q R, as NumPy: mode 'reduced' (Q (..., m, k) with orthonormal columns,
+    R (..., k, n) upper triangular, k = min(m, n)), 'complete' (Q (..., m, m) orthogonal, R
+    (..., m, n)) or 'r' (R (..., k, n) alone).  Blocked Householder QR (Golub and Van Loan, 4th ed.,
+    5.2.2-5.2.3): panels of :data:`LEAF` columns factored by Householder reflections column by
+    column, the trailing columns updated in the compact WY form ``Q = I - V T V^T`` by three matrix
+    products, and Q accumulated from the reflections the same way.  R's diagonal has LAPACK's signs
+    (``-sign(a_kk) ||column||``).  Q is orthonormal to a few n u (u = 2^-((p-1) R)) and
+    ``||a - Q R|| <= c n u ||a||`` column by column, whatever the condition number; a rank-deficient
+    a gives zero (or tiny) diagonal entries of R and an orthonormal Q."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode {mode!r} is not supported (use 'reduced', 'complete' or 'r')")
     a = _expansion(a, None, "qr")
     if a.ndim < 2:
         raise LinAlgError(f"qr: {a.ndim}-dimensional array given. Array must be at least two-dimensional")
@@ -423,35 +543,19 @@ def qr(a, mode: str = "reduced"):
     batch = a.shape[:-2]
     k = min(m, n)
     xp = xp_of(a.terms)
-    cols = ExpansionArray(xp.ascontiguousarray(xp.swapaxes(a.terms.reshape((math.prod(batch), m, n, a.nterms)), 1, 2)))
-    B = cols.shape[0]
-    Q = ExpansionArray(xp.zeros((B, k, m, a.nterms), dtype=a.dtype))  # the columns of Q, as rows
-    R = ExpansionArray(xp.zeros((B, k, n, a.nterms), dtype=a.dtype))
-    for j0 in range(0, n, LEAF):
-        j1 = min(j0 + LEAF, n)
-        W = cols[:, j0:j1]  # (B, w, m): the panel's columns, as rows
-        q = min(j0, k)
-        if q:
-            Qp = Q[:, :q]
-            S = _matmul(Qp, _transpose(W))  # (B, q, w): Q^T W
-            W = W - _matmul(_transpose(S), Qp)
-            S2 = _matmul(Qp, _transpose(W))  # reorthogonalization
-            W = W - _matmul(_transpose(S2), Qp)
-            R[:, :q, j0:j1] = S + S2
-        for j in range(j0, j1):
-            v = W[:, j - j0]
-            for i in range(q, min(j, k)):
-                r = _sum(Q[:, i] * v, axis=-1)
-                R[:, i, j] = r
-                v = v - r[:, None] * Q[:, i]
-            if j < k:
-                r = unary("sqrt", _sum(v * v, axis=-1))
-                R[:, j, j] = r
-                Q[:, j] = v / r[:, None]
-    R = R.reshape(batch + (k, n))
+    B = math.prod(batch)
+    F = ExpansionArray(a.terms.reshape((B, m, n, a.nterms)).copy())
+    panels = _householder(F)
+    rows = m if mode == "complete" else k
+    upper = xp.triu(xp.ones((rows, n), dtype=bool))[..., None]
+    R = ExpansionArray(xp.where(upper, F.terms[:, :rows], xp.zeros_like(F.terms[:, :rows]))).reshape(batch + (rows, n))
     if mode == "r":
         return R
-    return ExpansionArray(xp.ascontiguousarray(xp.swapaxes(Q.terms, 1, 2))).reshape(batch + (m, k)), R
+    Q = ExpansionArray(xp.zeros((B, m, rows, a.nterms), dtype=a.dtype))
+    Q.terms[:, xp.arange(rows), xp.arange(rows), 0] = 1
+    for j0, V, T in reversed(panels):  # Q = H_1 ... H_k I: the last panel first
+        Q[:, j0:, j0:] = _apply_block(V, T, Q[:, j0:, j0:], transpose=False)
+    return Q.reshape(batch + (m, rows)), R
 
 
 @implements(np.linalg.norm)
@@ -496,10 +600,13 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
 
 @implements(np.linalg.lstsq)
 def lstsq(a, b, rcond=None):
-    """The least-squares solution of a x = b for a 2-D a (m x n, m >= n, full column rank) by the QR
-    of :func:`qr`: ``(x, residuals, rank, s)`` as NumPy, with ``residuals`` the squared 2-norms of the
-    columns of b - a x when m > n (else empty), ``rank`` n, and ``s`` None (no singular values).
-    ``rcond`` is accepted and ignored.  A rank-deficient a raises LinAlgError."""
+    """The least-squares solution of a x = b for a 2-D a (m x n, m >= n, full column rank) by the
+    Householder QR of :func:`qr`: the reflections applied to b (Q^T b is never formed from Q), then
+    R x = (Q^T b)[:n] by back substitution; backward stable (x solves a least-squares problem within
+    a few n u of a and b, column by column).  ``(x, residuals, rank, s)`` as NumPy, with
+    ``residuals`` the squared 2-norms of the columns of b - a x when m > n (else empty), ``rank`` n,
+    and ``s`` None (no singular values).  ``rcond`` is accepted and ignored.  A zero diagonal entry
+    of R (an exactly rank-deficient a) raises LinAlgError."""
     a = _expansion(a, b if isinstance(b, ExpansionArray) else None, "lstsq")
     if a.ndim != 2:
         raise LinAlgError(f"lstsq: {a.ndim}-dimensional array given. Array must be two-dimensional")
@@ -507,18 +614,17 @@ def lstsq(a, b, rcond=None):
     if m < n:
         raise LinAlgError("lstsq: underdetermined systems (m < n) are not supported")
     b = _expansion(b, a, "lstsq")
+    xp = xp_of(a.terms)
     vector = b.ndim == 1
     bb = b.reshape((m, 1)) if vector else b
-    Q, R = qr(a)
-    diag = R[np.arange(n), np.arange(n)]
-    if _any(compare("eq", diag, 0)):
+    F = ExpansionArray(a.terms[None].copy())
+    panels = _householder(F)
+    if _any(compare("eq", F[0, np.arange(n), np.arange(n)], 0)):
         raise LinAlgError("lstsq: rank-deficient matrix")
-    y = ExpansionArray(xp_of(Q.terms).ascontiguousarray(xp_of(Q.terms).swapaxes(Q.terms, 0, 1))) @ bb
-    x = y.copy()
-    for k in range(n - 1, -1, -1):
-        x[k] = x[k] / R[k, k]
-        if k:
-            x[:k] = x[:k] - R[:k, k, None] * x[k][None, :]
+    c = ExpansionArray(bb.terms[None].copy())
+    for j0, V, T in panels:
+        c[:, j0:] = _apply_block(V, T, c[:, j0:], transpose=True)
+    x = _solve_upper(F[:, :n, :n], c[:, :n])[0]
     res = bb - a @ x
-    residuals = _sum(res * res, axis=0) if m > n else ExpansionArray(xp_of(x.terms).zeros((0, a.nterms), a.dtype))
+    residuals = _sum(res * res, axis=0) if m > n else ExpansionArray(xp.zeros((0, a.nterms), a.dtype))
     return (x.reshape((n,)) if vector else x), (residuals.reshape(()) if vector and m > n else residuals), n, None

@@ -283,30 +283,6 @@ def test_refined_solve_float32_and_shapes():
     assert la.solve(ex.zeros((0, 0), terms=2), ex.zeros(0, terms=2), refine=True).shape == (0,)
 
 
-@pytest.mark.parametrize("shape", [(12, 8), (6, 11), (9, 9)])
-def test_block_gram_schmidt_qr(monkeypatch, shape):
-    """Panels of 3 columns (BCGS2 across panels, MGS inside): A = Q R and Q^T Q = I to a few n u,
-    exactly; R upper triangular; lstsq through it."""
-    monkeypatch.setattr(la, "LEAF", 3)
-    R = 3
-    rng = np.random.default_rng(sum(shape))
-    A = ex.array(rng.standard_normal((2,) + shape), terms=R)
-    Q, Rq = la.qr(A)
-    m, n = shape
-    k = min(m, n)
-    assert Q.shape == (2, m, k) and Rq.shape == (2, k, n)
-    for i in range(2):
-        Qf, Rf, Af = _fr(Q[i]), _fr(Rq[i]), _fr(A[i])
-        assert _inf_norm(Af - Qf.dot(Rf)) <= 16 * n * U[R] * _inf_norm(Af)
-        assert _inf_norm(Qf.T.dot(Qf) - np.eye(k, dtype=object)) <= 16 * n * U[R]
-        assert all(Rf[r, c] == 0 for r in range(k) for c in range(min(r, n)))
-    if m > n:
-        b = ex.array(rng.standard_normal(m), terms=R)
-        x = la.lstsq(A[0], b)[0]
-        g = _fr(A[0]).T.dot(_fr(A[0]).dot(_fr(x)) - _fr(b))
-        assert max(abs(v) for v in g) < Fraction(1, 2**140)
-
-
 def test_pivot_is_the_exact_largest():
     """The pivot search decides by leading terms only where they decide: a leading term one ulp
     larger with a smaller exact value loses; equal values go to the first row."""
