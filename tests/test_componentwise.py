@@ -168,13 +168,13 @@ def test_structured_scalings(kind, R, dtype, span):
     assert worst_componentwise(A, B, ex.dot(A, B)) <= level(R, format_of(dtype))
 
 
-@settings(max_examples=20, deadline=None)
+@settings(deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from([2, 3, 4]), st.sampled_from([np.float64, np.float32]),
        st.integers(2, 20), st.integers(1, 12), st.integers(0, 400))
 def test_random_spans_property(seed, R, dtype, m, n, span):
     """Any shape, term count and span up to the format's range (float32: its smaller range)."""
     fmt = format_of(dtype)
-    span = min(span, 50 if dtype == np.float32 else 450)
+    span = min(span, 36 if dtype == np.float32 else 450)  # products within the range (no overflow)
     rng = np.random.default_rng(seed)
     A = spread_terms(rng, (m, n), R, dtype, rng.integers(-span, span + 1, m), np.zeros(n, int), jitter=span // 2)
     B = spread_terms(rng, (n, 3), R, dtype, np.zeros(n, int), rng.integers(-span, span + 1, 3), jitter=span // 2)

@@ -127,12 +127,11 @@ def test_ill_conditioned_systems_fall_back_with_the_warning(R):
 
 
 @pytest.mark.parametrize("span", [40, 80])
-def test_badly_scaled_systems_refine_componentwise_given_a_componentwise_residual(monkeypatch, span):
-    """A = D1 A0 D2 (A0 Gaussian, D1 and D2 powers of two within +-span binades), n = 20, R = 2, the
-    residual's product by the element-wise path (its error bound is relative to |A| |x|): the
-    refinement stops at a componentwise backward error within the rule's bound, far below NumPy
+def test_badly_scaled_systems_refine_componentwise(span):
+    """A = D1 A0 D2 (A0 Gaussian, D1 and D2 powers of two within +-span binades), n = 20, R = 2: the
+    residual's product keeps its componentwise bound (relative to |A| |x|, whatever the scaling), so
+    the refinement stops at a componentwise backward error within the rule's bound, far below NumPy
     float64's on the same system."""
-    monkeypatch.setattr(la, "_matmul", lambda x, y: ex.matmul(x, y, method="elementwise"))
     n, R = 20, 2
     rng = np.random.default_rng(span)
     d1, d2 = np.ldexp(1.0, rng.integers(-span, span + 1, (2, n)))
