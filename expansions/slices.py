@@ -87,7 +87,7 @@ def supported(n: int, R: int, dtype, scheme: str | None = None, extra: int = 0) 
 
 #: Entries of a badly scaled product whose spread :func:`componentwise_deficit` finds exactly (a
 #: minimum over the inner dimension per entry) before it falls back to the rows' and columns' spans.
-EXACT_SPREAD_WORK = 1 << 22
+EXACT_SPREAD_WORK = 1 << 28
 
 
 def componentwise_deficit(a, b):
@@ -124,11 +124,12 @@ def componentwise_deficit(a, b):
         nz = xp.matmul((da < _NO_DEFICIT).astype(xp.float64), (db < _NO_DEFICIT).astype(xp.float64))
         ii, jj = xp.nonzero((S == 0) & (nz > 0))
         if ii.size:
-            if ii.size * n <= EXACT_SPREAD_WORK:
-                need = (da[ii] + db[:, jj].T).min(axis=1)
+            if ii.size * n <= EXACT_SPREAD_WORK:  # min_k (d_ik + d'_kj), in chunks of about 2**22 sums
+                step = max(1, (1 << 22) // n)
+                w = max(int((da[ii[c:c + step]] + db[:, jj[c:c + step]].T).min(axis=1).max())
+                        for c in range(0, int(ii.size), step))
             else:
-                need = ra[ii] + rb[jj]
-            w = int(need.max())
+                w = int((ra[ii] + rb[jj]).max())
             worst = w if worst is None else max(worst, w)
     return worst
 
