@@ -1,151 +1,159 @@
 """Compiled twin of :mod:`expansions.cpu.reduce`: sums and dot products of expansions along the
-canonical pairwise tree "adjacent pairs, odd last carried" (numba, nopython).
+canonical pairwise tree "adjacent pairs, odd last carried", on the block engine of
+:mod:`expansions.engine.fused` (numba, nopython).
 
-:func:`reduce_pass` is the twin's pass (the kernel ``reduce_body`` of ``expansions/cuda/reduce.cuh``):
-each aligned chunk of C = 2**k elements of a row is reduced with a binary-counter stack, one chunk
-per loop iteration here (a ``prange`` over blocks of chunks), its nodes
-``renormalize(add_safe(a, b, R), R)`` and, for a dot product, its elements
-``renormalize(mul_truncated(x, y, R), R)``, computed by the row functions of
-:mod:`expansions.engine.kernels`, which give the twin's bits.  :func:`reduce` repeats passes on the
-partials until one element per row is left.  Aligned power-of-two chunks make each pass return a level
-of the canonical tree (the proof is at the top of ``reduce.cuh``), so the result does not depend on
-the chunk sizes: :func:`engine_chunk` chooses large chunks (few passes, no wide temporaries), and the
-bits are those of the twin with its own chunks.
+The tree is computed level by level, each level one pass of the block engine: element j of the next
+level of a row is ``node(a[2j], a[2j+1]) = renormalize(add_safe(a, b, R), R)``, an odd last element
+carried unchanged (:func:`_level`: the pairs of a row are its first 2h elements seen as h rows of 2R
+terms, so each block of L pairs is loaded as one block of x and y and added by the fused safe
+addition with its renormalization in the same pass).  A dot product's elements are first the
+products ``renormalize(mul_truncated(x, y, R), R)``, one pass of the fused multiplication.  These are
+the definitions of the twin's node and product, and the fused operations give the twins' bits
+(``tests/test_engine.py``), so every level is the twin's level; the twin's passes (aligned power-of-two
+chunks, a binary-counter stack per chunk: the kernel ``reduce_body`` of
+``expansions/cuda/reduce.cuh``) return levels of the same tree, so :func:`reduce_pass` with chunk C is
+log2(C) levels here, and :func:`reduce` all of them: the bits of the twin and of the GPU.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
-from ..cpu.reduce import _chunk_of, check_addressing, check_chunk, chunk_levels
+from ..cpu.reduce import check_addressing, check_chunk, chunk_levels
 from ..formats import check_terms
-from .kernels import OPTIONS, PARALLEL, add_safe_row, mul_row, readonly, renormalize_row, terms_array
+from .fused import (
+    ADD_SAFE,
+    INNER,
+    SERIAL_BELOW,
+    binary_block,
+    lanes_of,
+    load_block,
+    scratch_rows,
+    store_block,
+    workspace,
+)
+from .fused import mul_truncated as _mul_truncated
+from .kernels import PARALLEL, readonly, terms_array
+from .simd import LANES
 
-#: Chunks (lane groups) per block of the parallel loop: scratch is allocated once per block.
-GROUP_BLOCK = 16
-#: :func:`engine_chunk` keeps at least this many chunks in a pass when the rows are long enough.
-MIN_GROUPS = 64
-#: Rows of at most this many elements are reduced in one chunk whatever their number.
-SPLIT_ABOVE = 256
+#: Blocks of pairs per work item of a level's parallel loop.
+ITEM_BLOCKS = 64
 
 
-@njit(**OPTIONS)
-def node_row(a, b, R, out, ws):
-    """Twin of ``reduce.node``: ``renormalize(add_safe(a, b, R), R)`` into out (may be b)."""
-    add_safe_row(a, R, b, R, False, R, ws[3], ws[4], ws[5])
-    renormalize_row(ws[3], R, R, out, ws[0], ws[1], ws[2])
-
-
-@njit(**OPTIONS)
-def product_row(x, y, m, R, out, ws):
-    """Twin of ``reduce.product``: ``renormalize(mul_truncated(x, y, R), R)`` into out (not x or y)."""
-    mul_row(x, R, y, m, R, ws[3], ws[4], ws[5], ws[6])
-    renormalize_row(ws[3], R, R, out, ws[0], ws[1], ws[2])
+@njit(**INNER)
+def _level_items(x, batch, n, R, out, items, lo, hi):
+    """Work items lo .. hi-1 of a level (see :func:`_level`) on this thread, with one workspace."""
+    h = n // 2
+    nn = n - h
+    L = lanes_of(x)
+    flat = x.reshape(-1)
+    dst = out.reshape(-1)
+    buf, ws = workspace(3 * R + scratch_rows(R, R, R), x)
+    for i in range(lo, hi):
+        b = i // items
+        pairs = flat[b * n * R:(b * n + 2 * h) * R].reshape((h, 2 * R))
+        res = dst[b * nn * R:(b * nn + h) * R].reshape((h, R))
+        first_block = (i - b * items) * ITEM_BLOCKS
+        for blk in range(first_block, min(first_block + ITEM_BLOCKS, (h + L - 1) // L)):
+            first = blk * L
+            load_block(pairs, first, h, 2 * R, False, ws, 0)  # rows 0 .. R-1: a[2j], R .. 2R-1: a[2j+1]
+            binary_block(ADD_SAFE, ws, 0, R, R, R, R, True, 2 * R, 3 * R)
+            store_block(ws, 2 * R, R, res, first, h)
+        if nn > h and i == b * items:  # the odd last element, carried
+            for t in range(R):
+                out[b * nn + h, t] = x[b * n + n - 1, t]
+    buf[0] = 0  # the workspace stays alive until here (ws points into it)
 
 
 @njit(**PARALLEL)
-def _pass_kernel(x, y, dot, batch, n, n2, xs, ys, R, C, out):
-    chunks = (n + C - 1) // C
-    G = batch * chunks
-    L = 1
-    while (1 << L) <= C:  # chunk_levels(C): C.bit_length()
-        L += 1
-    m_y = y.shape[1]
-    width = max(R, m_y)
-    blocks = (G + GROUP_BLOCK - 1) // GROUP_BLOCK
-    for blk in prange(blocks):
-        ws = np.empty((7, width), x.dtype)
-        slot = np.empty((L, R), x.dtype)
-        carry = np.empty(R, x.dtype)
-        for g in range(blk * GROUP_BLOCK, min(G, (blk + 1) * GROUP_BLOCK)):
-            b = g // chunks
-            first = (g - b * chunks) * C
-            b1 = b // n2
-            b2 = b - b1 * n2
-            xbase = b1 * xs[0] + b2 * xs[1]
-            ybase = b1 * ys[0] + b2 * ys[1]
-            m = min(n - first, C)
-            for j in range(m):
-                e = first + j
-                if dot:
-                    product_row(x[xbase + e * xs[2]], y[ybase + e * ys[2]], m_y, R, carry, ws)
-                else:
-                    carry[:] = x[xbase + e * xs[2]]
-                level = 0
-                while level < L - 1 and (j >> level) & 1:
-                    node_row(slot[level], carry, R, carry, ws)
-                    level += 1
-                slot[level, :] = carry
-            acc = out[g]
-            have = False
-            for level in range(L):
-                if (m >> level) & 1:
-                    if have:
-                        node_row(slot[level], acc, R, acc, ws)
-                    else:
-                        acc[:] = slot[level]
-                    have = True
+def _level(x, batch, n, R, out, items, chunks):
+    """One level of the canonical tree of ``batch`` rows of ``n`` elements: x (batch * n, R) into out
+    (batch * ceil(n/2), R).  The h = n // 2 pairs of row b, its first 2h elements, are h rows of 2R
+    terms (a view of x's memory), added by blocks of L pairs; work item i is ITEM_BLOCKS blocks of one
+    row, ``items`` per row, run in ``chunks`` chunks over the cores (1: on this thread)."""
+    total = batch * items
+    if chunks <= 1:
+        _level_items(x, batch, n, R, out, items, 0 * total, total)
+        return
+    for c in prange(chunks):
+        _level_items(x, batch, n, R, out, items, c * total // chunks, (c + 1) * total // chunks)
 
 
-def reduce_pass(x, batch, n, n2, xs, R, C, y=None, ys=None):
-    """One pass of the reduction, with the arguments, result and bits of ``cpu.reduce.reduce_pass``:
-    (batch * ceil(n / C), R), row ``b * chunks + c`` the canonical tree of chunk c of row b (of the
-    products x * y with ``y``).  x: (count, R) expansions; y: (count', m) expansions."""
+def _levels(x, batch: int, n: int, R: int, count: int):
+    """``count`` levels of the canonical tree of rows of n elements of x (batch * n, R) C-contiguous:
+    (the level's array (batch * n', R), n')."""
+    for _ in range(count):
+        if n <= 1:
+            break
+        h = n // 2
+        nn = n - h
+        out = np.empty((batch * nn, R), x.dtype)
+        blocks = -(-h // LANES[x.dtype.itemsize * 8])
+        items = -(-blocks // ITEM_BLOCKS)
+        chunks = 1 if batch * h < SERIAL_BELOW else min(batch * items, 4 * get_num_threads())
+        _level(readonly(x), batch, n, R, out, items, chunks)
+        x, n = out, nn
+    return x, n
+
+
+def _elements(x, batch, n, n2, xs, R, y, ys):
+    """The row elements (batch * n, R), C-contiguous: x's expansions as addressed (a copy unless they
+    are already the rows in order), or the products of x's and y's (one fused pass)."""
+    def gather(a, strides):
+        s1, s2, sj = strides
+        b = np.arange(batch)
+        base = (b // n2) * s1 + (b % n2) * s2
+        if (s1, s2, sj) == (n, 0, 1) and a.shape[0] == batch * n and a.flags.c_contiguous:
+            return a
+        return np.ascontiguousarray(a[(base[:, None] + np.arange(n)[None, :] * sj).reshape(-1)])
+
+    xe = gather(x, xs)
+    if y is None:
+        return xe
+    return _mul_truncated(xe, gather(y, ys), R, renormalize=True)
+
+
+def _check(x, batch, n, n2, xs, R, y, ys):
     R = check_terms(R)
-    C = check_chunk(C)
     x = terms_array(x, "x")
     if x.shape[1] != R:
         raise ValueError(f"x: the reduced expansions must have R = {R} terms, got {x.shape[1]}")
     n, batch, n2 = int(n), int(batch), int(n2)
     check_addressing(x.shape[0], batch, n, n2, xs, "x")
-    dot = y is not None
-    if dot:
+    if y is not None:
         y = terms_array(y, "y")
         if y.dtype != x.dtype:
             raise TypeError(f"x and y must have the same dtype, got {x.dtype} and {y.dtype}")
         check_addressing(y.shape[0], batch, n, n2, ys, "y")
-    else:
-        y, ys = x, (0, 0, 0)
-    chunks = -(-n // C)
-    out = np.zeros((batch * chunks, R), x.dtype)
-    if batch * chunks:
-        _pass_kernel(readonly(x), readonly(y), dot, batch, n, n2, np.array(xs, dtype=np.int64),
-                     np.array(ys, dtype=np.int64), R, C, out)
+    return x, batch, n, n2, R, y
+
+
+def reduce_pass(x, batch, n, n2, xs, R, C, y=None, ys=None):
+    """One pass of the reduction, with the arguments, result and bits of ``cpu.reduce.reduce_pass``:
+    (batch * ceil(n / C), R), row ``b * chunks + c`` the canonical tree of chunk c of row b (of the
+    products x * y with ``y``): log2(C) levels.  x: (count, R) expansions; y: (count', m) expansions."""
+    x, batch, n, n2, R, y = _check(x, batch, n, n2, xs, R, y, ys)
+    C = check_chunk(C)
+    if batch * n == 0:
+        return np.zeros((batch * -(-n // C), R), x.dtype)
+    out, _ = _levels(_elements(x, batch, n, n2, xs, R, y, ys), batch, n, R, chunk_levels(C) - 1)
     return out
-
-
-def engine_chunk(batch: int, n: int) -> int:
-    """The chunk size of a pass when none is given: the whole row rounded up to a power of two (one
-    pass), except for few long rows (batch < :data:`MIN_GROUPS`, n > :data:`SPLIT_ABOVE`), cut into
-    about ``MIN_GROUPS / batch`` chunks each, so that a pass has chunks for every core."""
-    target = 1 if batch >= MIN_GROUPS or n <= SPLIT_ABOVE else -(-MIN_GROUPS // batch)
-    C = 2
-    while C * target < n:
-        C *= 2
-    return C
 
 
 def reduce(x, batch, n, R, n2=1, xs=None, y=None, ys=None, chunk=None):
     """The canonical tree of each of ``batch`` rows of ``n`` elements: (batch, R); the arguments and bits
-    of ``cpu.reduce.reduce`` (``chunk`` None: :func:`engine_chunk` for each pass, which changes no bit).
-    n = 0 gives +0; n = 1 gives the element itself (the product, with ``y``)."""
-    R = check_terms(R)
-    batch, n = int(batch), int(n)
+    of ``cpu.reduce.reduce`` (``chunk`` is accepted for the twin's signature and changes no bit: the
+    levels run one by one).  n = 0 gives +0; n = 1 gives the element itself (the product, with ``y``)."""
     if xs is None:
-        xs, n2 = (n, 0, 1), 1
+        xs, n2 = (int(n), 0, 1), 1
     if y is not None and ys is None:
         raise ValueError("ys (the strides of y) must be given with y")
+    x, batch, n, n2, R, y = _check(x, batch, n, n2, xs, R, y, ys)
     if n == 0 or batch == 0:
-        return np.zeros((batch, R), dtype=terms_array(x, "x").dtype)
-    C = check_chunk(engine_chunk(batch, n) if chunk is None else _chunk_of(chunk, 0))
-    out = reduce_pass(x, batch, n, n2, xs, R, C, y, ys)
-    n, k = -(-n // C), 1
-    while n > 1:
-        C = check_chunk(engine_chunk(batch, n) if chunk is None else _chunk_of(chunk, k))
-        out = reduce_pass(out, batch, n, 1, (n, 0, 1), R, C)
-        n, k = -(-n // C), k + 1
+        return np.zeros((batch, R), dtype=x.dtype)
+    out, _ = _levels(_elements(x, batch, n, n2, xs, R, y, ys), batch, n, R, n.bit_length())
     return out
 
 
-__all__ = ["reduce_pass", "reduce", "engine_chunk", "chunk_levels"]
+__all__ = ["reduce_pass", "reduce", "chunk_levels"]
