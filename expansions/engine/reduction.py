@@ -101,11 +101,11 @@ def _elements(x, batch, n, n2, xs, R, y, ys):
     """The row elements (batch * n, R), C-contiguous: x's expansions as addressed (a copy unless they
     are already the rows in order), or the products of x's and y's (one fused pass)."""
     def gather(a, strides):
-        s1, s2, sj = strides
+        s1, s2, sj = (int(s) for s in strides)
         b = np.arange(batch)
         base = (b // n2) * s1 + (b % n2) * s2
-        if (s1, s2, sj) == (n, 0, 1) and a.shape[0] == batch * n and a.flags.c_contiguous:
-            return a
+        if (sj == 1 or n == 1) and (batch == 1 or bool((np.diff(base) == n).all())):
+            return a[base[0]:base[0] + batch * n]  # the rows in order: a view, no copy
         return np.ascontiguousarray(a[(base[:, None] + np.arange(n)[None, :] * sj).reshape(-1)])
 
     xe = gather(x, xs)
