@@ -223,9 +223,10 @@ def cache_root() -> Path:
     return (Path(env) if env else Path.home() / ".cache" / "expansions") / "bench_native"
 
 
-def build(cache: Path | None = None) -> dict:
-    """Build the peers' program with the libraries present.  Returns {binary (None when nothing
-    could be built), command, compiler, available: {qd, mpfr, openmp: bool}, reasons: {lib: why}}."""
+def build(cache: Path | None = None, source: Path = SOURCE) -> dict:
+    """Build the peers' program (``source``: bench/native/peers.cpp, or another benchmark's) with the
+    libraries present.  Returns {binary (None when nothing could be built), command, compiler,
+    available: {qd, mpfr, openmp: bool}, reasons: {lib: why}}."""
     cxx, cxx_version = compiler()
     info = {"binary": None, "command": None, "compiler": cxx_version,
             "available": {"qd": False, "mpfr": False, "openmp": False}, "reasons": {}}
@@ -245,10 +246,10 @@ def build(cache: Path | None = None) -> dict:
     flags = list(FLAGS) + (["-fopenmp"] if info["available"]["openmp"] else [])
     defines = [f"-DBENCH_{lib.upper()}" for lib in ("qd", "mpfr") if info["available"][lib]]
     libs = (["-lqd"] if info["available"]["qd"] else []) + (["-lmpfr", "-lgmp"] if info["available"]["mpfr"] else [])
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), cxx, cxx_version, cpu_model(), *flags, *defines,
+    key = hashlib.sha256("\0".join([Path(source).read_text(), cxx, cxx_version, cpu_model(), *flags, *defines,
                                     *libs]).encode())  # -march=native: the CPU is part of the key
     binary = cache / key.hexdigest()[:16] / "peers"
-    cmd = [cxx, *flags, *defines, str(SOURCE), "-o", str(binary), *libs]
+    cmd = [cxx, *flags, *defines, str(source), "-o", str(binary), *libs]
     info["command"] = " ".join(cmd)
     if not binary.exists():
         binary.parent.mkdir(parents=True, exist_ok=True)
