@@ -119,9 +119,24 @@ def flat_pair(x: ExpansionArray, y: ExpansionArray):
         shape = np.broadcast_shapes(x.shape, y.shape)
     except ValueError:
         raise ValueError(f"shapes {x.shape} and {y.shape} do not broadcast") from None
-    xt = xp.ascontiguousarray(xp.broadcast_to(x.terms, shape + (x.nterms,))).reshape(-1, x.nterms)
-    yt = xp.ascontiguousarray(xp.broadcast_to(y.terms, shape + (y.nterms,))).reshape(-1, y.nterms)
-    return xt, yt, shape
+    return _broadcast_flat(x.terms, shape), _broadcast_flat(y.terms, shape), shape
+
+
+def _broadcast_flat(t, shape):
+    """The terms t (..., R) broadcast to ``shape`` as a (count, R) C-contiguous array.  Where t is
+    broadcast along leading axes only (a 0-d or single expansion, a row against a matrix), its block
+    is repeated whole (``tile``: several times faster than copying the strided broadcast view, which
+    NumPy copies element by element)."""
+    xp = xp_of(t)
+    R = t.shape[-1]
+    shape = tuple(shape)
+    own = (1,) * (len(shape) - (t.ndim - 1)) + t.shape[:-1]  # t's logical shape, as broadcast aligns it
+    for j in range(len(shape) + 1):  # own = (1, ..., 1) + shape[j:]: repeat the block of shape[j:]
+        if all(d == 1 for d in own[:j]) and own[j:] == shape[j:]:
+            block = xp.ascontiguousarray(t).reshape(-1, R)
+            reps = int(np.prod(shape[:j], dtype=np.int64))
+            return block if reps == 1 else xp.tile(block, (reps, 1))
+    return xp.ascontiguousarray(xp.broadcast_to(t, shape + (R,))).reshape(-1, R)
 
 
 @implements("binary")
