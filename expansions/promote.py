@@ -41,8 +41,14 @@ def _rounding_allowed(v) -> bool:
     return hasattr(v, "_mpf_") and not isinstance(v, mpmath.mpf)
 
 
+#: Integers of at most this magnitude are one float64 term.
+_EXACT_INT = 2**53
+
+
 def _scalar_terms(v, R: int, dt: np.dtype) -> list:
     """The R terms of a scalar operand: exact, or rounded where allowed; else ValueError."""
+    if dt == np.float64 and (type(v) is float or (type(v) is int and -_EXACT_INT <= v <= _EXACT_INT)):
+        return [float(v) if v == v else math.nan] + [0.0] * (R - 1)  # one float64 term holds it (the fast path)
     fmt = F.format_of(dt)
     q = exact_scalar_for(v, R, fmt)
     terms = expansion_of_exact(q, R, fmt)
