@@ -97,10 +97,20 @@ from .statistics import (
     sort,
 )
 from .tuning import tune
+from .ufuncs import copysign, fabs, fmax, fmin, frexp, heaviside, ldexp, modf, square
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "copysign",
+    "fabs",
+    "fmax",
+    "fmin",
+    "frexp",
+    "heaviside",
+    "ldexp",
+    "modf",
+    "square",
     "acos",
     "asin",
     "atan",
