@@ -56,7 +56,7 @@ def test_every_term_of_the_operands_is_exercised_where_the_format_holds_it():
 @pytest.mark.parametrize("op, R, dtype", [("add_safe", 8, "float32"), ("mul", 8, "float32"),
                                           ("add_safe", 24, "float64"),
                                           ("mul", 24, "float64"), ("add_safe", 32, "float64"),
-                                          ("mul", 32, "float64")])
+                                          ("mul", 32, "float64"), ("sqrt", 32, "float64")])
 def test_rows_that_measured_nothing_now_measure_errors(op, R, dtype):
     row = V.verify_one(op, R, dtype, samples=300, seed=5, edge=False)
     assert row.max_error_log2 > -math.inf and row.status == V.OK
