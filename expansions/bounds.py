@@ -1024,6 +1024,39 @@ def elementary(name: str, R: int, fmt) -> Bound:
     fmt = _format(fmt)
     nominal = nominal_bits(R, fmt) <= effective_bits(R, fmt, 0)
     units = 8 if nominal else (2**15 if name == "pow" else 256)
+    note = f"{units} units of {'u_R' if nominal else 'the underflow floor'}; not proven"
+    if name == "pow":
+        note += "; for |y| <= pow_exponent_limit(R, fmt) only (see pow_bound)"
     return Bound(units * elementary_unit(R, fmt), "max(unit |f|, eta)",
-                 "empirical: python -m expansions verify --elementary", True,
-                 f"{units} units of {'u_R' if nominal else 'the underflow floor'}; not proven")
+                 "empirical: python -m expansions verify --elementary", True, note)
+
+
+#: pow's stated bound holds while the absolute error of log x at the underflow threshold, multiplied by
+#: |y|, stays this many times below it (measured: the bound is missed from about 2^3 below on).
+POW_FLOOR_MARGIN = 16
+
+
+def pow_exponent_limit(R: int, fmt) -> Fraction:
+    """The largest |y| for which pow's stated bound (:func:`elementary`) holds: ``bound / (16 eta)``.
+
+    ``pow(x, y) = exp(y log|x|)``: the terms of log x below the underflow threshold are lost, so log x
+    carries an absolute error of about eta (the smallest subnormal), which y multiplies into an
+    absolute error of about ``|y| eta`` in the exponent, a relative error of the result of about
+    ``|y| eta``.  It matters near x = 1 with a large |y| (|y log x| at most about 745 for a result in
+    range): float64 R = 16, x = 1 - 2^-540, y = 30 2^540 has a relative error of 2^-536, not 2^-829.
+    Measured against mpmath (x = 1 +- 2^-k, y = z / log x, |z| <= 40, R = 2..32, both dtypes), the
+    bound is met for |y| up to this limit and missed from about 2^3 |y| above it on; beyond it no bound
+    is stated."""
+    fmt = _format(fmt)
+    return elementary("pow", R, fmt).value / (POW_FLOOR_MARGIN * fmt.eta)
+
+
+def pow_bound(R: int, fmt, y) -> Bound:
+    """pow's stated bound (:func:`elementary`) for an exponent of magnitude |y|: its hypotheses hold
+    only for ``|y| <= pow_exponent_limit(R, fmt)`` (see there)."""
+    b = elementary("pow", R, fmt)
+    limit = pow_exponent_limit(R, fmt)
+    holds = abs(Fraction(y)) <= limit
+    note = b.note if holds else (f"not stated: |y| above {float(limit):.3g}, where the absolute error of "
+                                 "log x at the underflow threshold times |y| dominates")
+    return Bound(b.value, b.relative_to, b.source, holds, note)

@@ -146,7 +146,10 @@ def pow(x, y):  # noqa: A001 - the elementary function's name, as math.pow
     """x ** y.  An integer y (a Python or NumPy integer) takes binary powering
     (:func:`expansions.elementwise.power`, with its proven bound); any other y (an ExpansionArray, a
     float, an array) takes exp(y log|x|) with the signs and special cases of IEEE 754 pow (x < 0 needs
-    an integer y, else NaN)."""
+    an integer y, else NaN).  The stated bound of the latter (:func:`expansions.bounds.elementary`)
+    holds for ``|y| <= expansions.bounds.pow_exponent_limit(R, fmt)`` only: near x = 1 a larger |y|
+    multiplies the absolute error of log x at the underflow threshold (about the smallest subnormal)
+    into a relative error of about |y| times it (:func:`expansions.bounds.pow_bound`)."""
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
         if traced(x):
             return HANDLED["traced"]("pow", x, y)

@@ -29,7 +29,8 @@ Local error.  With ``z = x' op y'`` (exact), the operation's output ``v~`` satis
 * R = 2, double-word algorithms: ``L = b |z|`` with ``b`` of Joldes, Muller, Popescu, ACM TOMS 2017,
   Table 1 (Lefevre et al., ACM TOMS 2023 for the square root) where one is proven; their
   hypotheses are checked per element: double-word operands (``xh = RN(xh + xl)``) and no
-  underflow or overflow (every nonzero leading term of the operands and the result in
+  underflow or overflow (every nonzero leading term of the operands and the result, and the exact
+  result of + - * / itself, so that a result that underflows to zero is caught, in
   [2^(emin+3p), 2^(emax-4)], a conservative margin of this library);
 * renormalization after an operation: error-free (R terms into R terms; the 2Sums of VecSum and
   VecSumErrBranch, Joldes, Marty, Muller, Popescu, IEEE TC 2015); operands must be ulp-nonoverlapping
@@ -159,6 +160,12 @@ def _double_word(row, fmt) -> bool:
 def _in_range(lead, fmt) -> bool:
     a = abs(Fraction(float(lead)))
     return a == 0 or Fraction(2) ** (fmt.emin + 3 * fmt.p) <= a <= Fraction(2) ** (fmt.emax - 4)
+
+
+def _exact_in_range(z: Fraction, fmt) -> bool:
+    """|z| (an exact result) is 0 or within :func:`_in_range`'s margin: a nonzero result that rounds
+    to zero (underflow) is not in range, although its computed leading term is 0."""
+    return z == 0 or Fraction(2) ** (fmt.emin + 3 * fmt.p) <= z <= Fraction(2) ** (fmt.emax - 4)
 
 
 def local_bound(op: str, alg: str, R: int, fmt, one_term: bool = False):
@@ -358,6 +365,9 @@ def _node_error(j, n, plan, vals, conv, args, shape, e, k, err, val, local):
             z = _exact_result(n.op, x, y)
             if z is None:
                 raise NotProven("division by zero")
+            if hyp == "double-word" and not _exact_in_range(z, fmt):
+                raise NotProven("the exact result is near underflow or overflow (the double-word proofs "
+                                "assume neither)")
             L = rel * z + absolute
         return _up(prop + L), v
     # sqrt, reciprocal: the operand in the node's own format

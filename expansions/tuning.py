@@ -13,9 +13,13 @@ them.
 
 :func:`tune` measures, on the sample inputs:
 
-1. the reference: the program with every arithmetic operation at ``reference_terms`` (default twice
-   the widest declared R, at most 32);
-2. the original program's error against it (a threshold the original does not meet is refused);
+1. the reference: the program with every operation at ``reference_terms`` (default twice the widest
+   declared R, at most 32) in the widest declared dtype: the arithmetic by its ``terms``/``dtype``, and
+   the inputs widened exactly to that format (zero terms appended), so that square roots,
+   reciprocals and elementary functions, which run at the format of their operands, run at it too;
+2. the original program's error against it, and its true error against an evaluation in mpmath on
+   ``exact_elements`` sample elements (:mod:`expansions.program_exact`): a threshold the original
+   does not meet on either is refused;
 3. a greedy search along the data flow: the nodes in decreasing order of cost (R^2 for products and
    quotients, R for sums), each lowered to the smallest R of :data:`LADDER` that keeps the program's
    error within ``margin * rel_error`` with the choices made so far (by bisection, as the error falls
@@ -32,12 +36,17 @@ them.
    kept, as the thesis validates its candidates by profiling;
 4. every candidate is measured on the samples and on inputs near them (each input term multiplied by
    1 + d, |d| < 2^-20, renormalized); the result is validated on other inputs near them, against the
-   reference at those inputs: the largest relative error must stay within ``rel_error``;
+   reference at those inputs, and on the samples against mpmath: the largest relative error must
+   stay within ``rel_error``;
 5. the time of the original and the tuned program (fused, median of ``repeats``).
 
 The error of a program is the largest relative error of its expansion outputs over the elements
 (absolute where the reference is zero; boolean outputs must be equal; non-finite outputs must be the
-reference's).  The result, :class:`Tuned`, is callable like the program and carries the report.
+reference's).  The reference has an error of its own, so errors measured against it are resolved
+only down to that: the report gives the true errors of the original, the tuned program and the
+reference against mpmath on sample elements, and says so where an error measured against the
+reference is below the true one.  The result, :class:`Tuned`, is callable like the program and
+carries the report.
 Limits, said plainly: the search is greedy (one pass over the nodes), and the threshold holds for the
 samples and the inputs near them, not for every input.  Where the operations' proven bounds compose
 (safe additions, truncated products, Newton divisions and square roots, the double-word algorithms
@@ -60,6 +69,7 @@ from .arraytype import ExpansionArray
 from .backends import to_numpy
 from .cuda import build, occupancy
 from .program_bound import composed_bound
+from .program_exact import true_error
 from .programs import Program
 from .programs.cuda import compile_program, program_format
 from .programs.trace import BINARY, FuseError, argument_key
@@ -102,16 +112,33 @@ class Report:
     #: the CUDA kernel's launch configuration (expansions.cuda.occupancy.LaunchChoice), None if not computed
     launch: object = None
     launch_note: str = ""
+    #: the true errors against mpmath on sample elements (expansions.program_exact.TrueError), None if not measured
+    original_true: object = None
+    tuned_true: object = None
+    reference_true: object = None
 
     @property
     def speedup(self) -> float:
         return self.original_seconds / self.tuned_seconds if self.tuned_seconds > 0 else float("inf")
+
+    def _resolution(self) -> str:
+        """Why an error measured against the reference may be below the true one: the reference's own."""
+        low = [name for name, measured, true in (("original", self.original_error, self.original_true),
+                                                 ("tuned", self.tuned_error, self.tuned_true))
+               if measured < true.error / 2]
+        if not low:
+            return ""
+        return (f" (the {' and '.join(low)} error measured against the reference is below the true one: the "
+                "reference resolves errors only down to its own)")
 
     def markdown(self) -> str:
         lines = [f"Threshold {self.rel_error:.3g} (relative); reference: every operation at "
                  f"R = {self.reference_terms}.",
                  f"Error on the samples: original {self.original_error:.3g}, tuned {self.tuned_error:.3g}; "
                  f"on fresh inputs near them: {self.validation_error:.3g}.",
+                 *([f"True error (against mpmath): original {self.original_true.text()}; tuned "
+                    f"{self.tuned_true.error:.3g}; the reference's own {self.reference_true.error:.3g}"
+                    + self._resolution() + "."] if self.tuned_true is not None else []),
                  f"Time (fused, samples): original {self.original_seconds:.4g} s, tuned {self.tuned_seconds:.4g} s "
                  f"({self.speedup:.2f}x); {self.candidates_tried} candidates run.",
                  *([f"Proven bound (composed along the graph): tuned {self.proven_bound.text()}; original "
@@ -302,9 +329,25 @@ def _nearby(args, seed: int):
     return tuple(out)
 
 
+def _widened(args, terms: int, dtype: str):
+    """The arguments with every expansion widened exactly to ``terms`` terms of ``dtype`` (zero terms
+    appended; float32 terms into float64 ones), so that every node of the reference, square roots,
+    reciprocals and elementary functions included, runs at the reference's format."""
+    out = []
+    for a in args:
+        if isinstance(a, ExpansionArray) and (a.nterms < terms or a.dtype.name != dtype):
+            t = to_numpy(a.terms)
+            wide = np.zeros(t.shape[:-1] + (max(terms, a.nterms),), dtype=np.result_type(t.dtype, dtype))
+            wide[..., :a.nterms] = t
+            out.append(ExpansionArray(wide).to_device(a.device))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
 def tune(program, *samples, rel_error: float, reference_terms: int | None = None, margin: float = 0.25,
          ladder=LADDER, methods: bool = True, dtypes: bool = True, check_time: bool = True, repeats: int = 3,
-         seed: int = 0, bound_elements: int = 64, launch: bool | None = None) -> Tuned:
+         seed: int = 0, bound_elements: int = 64, launch: bool | None = None, exact_elements: int = 64) -> Tuned:
     """Tune the precision of ``program`` (a function of expansions, or an ``expansions.fuse`` program)
     on the sample inputs ``samples`` for a largest relative error ``rel_error`` (see the module
     docstring).  Returns a :class:`Tuned` program with its :class:`Report`; raises ValueError when
@@ -312,7 +355,10 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
     fails the validation.  ``methods``: try the fast addition; ``dtypes``: try float32 terms for the
     float64 nodes; ``check_time``: keep only what the profile says is faster.  ``bound_elements``: on
     how many sample elements the proven bound of the original and the tuned program is composed
-    (:func:`expansions.program_bound.composed_bound`; 0: not at all).  ``launch``: choose the CUDA
+    (:func:`expansions.program_bound.composed_bound`; 0: not at all).  ``exact_elements``: on how many
+    sample elements the true error of the original, the tuned program and the reference is measured
+    against mpmath (:func:`expansions.program_exact.true_error`; 0: not at all); a true error above
+    ``rel_error`` refuses the program.  ``launch``: choose the CUDA
     kernel's block size (:func:`launch_choice`; default: when the samples are on a GPU; True on the CPU
     gives the choice for the sm_90 table, compiled with NVRTC, unmeasured)."""
     fn = program.fn if isinstance(program, Program) else program
@@ -325,11 +371,16 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         raise ValueError("expansions.tune: the program has no arithmetic operation to tune")
     widest = max(R for _, _, R, _ in declared)
     ref_R = reference_terms or min(32, 2 * widest)
-    everything_at = {k: {"terms": ref_R} for k in range(len(declared))}
+    ref_dtype = "float64" if any(dt == "float64" for *_, dt in declared) else "float32"
+    everything_at = {k: {"terms": ref_R, "dtype": ref_dtype} for k in range(len(declared))}
+
+    def reference(args):
+        return _run(fn, everything_at, _widened(args, ref_R, ref_dtype))
+
     # the search runs on the samples and on inputs near them; the validation on other inputs near them
-    search = [(args, _run(fn, everything_at, args)) for args in (samples, _nearby(samples, seed))]
+    search = [(args, reference(args)) for args in (samples, _nearby(samples, seed))]
     fresh = _nearby(samples, seed + 1)
-    fresh_reference = _run(fn, everything_at, fresh)
+    fresh_reference = reference(fresh)
 
     def error_of(overrides) -> float:
         return max(program_error(_run(fn, _pinned(overrides, declared), args), ref) for args, ref in search)
@@ -338,9 +389,11 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         return _timed(fn, _pinned(overrides, declared), samples, repeats)
 
     original_error = error_of({})
-    if not original_error <= rel_error:
+    original_true = true_error(fn, samples, {}, elements=exact_elements) if exact_elements else None
+    worst_original = max(original_error, original_true.error if original_true else 0.0)
+    if not worst_original <= rel_error:
         raise ValueError(f"expansions.tune: the program at its declared precision has a relative error of "
-                         f"{original_error:.3g} on the samples, above the threshold {rel_error:.3g}: no lower "
+                         f"{worst_original:.3g} on the samples, above the threshold {rel_error:.3g}: no lower "
                          "precision can meet it (raise the program's terms, or the threshold)")
     budget = margin * rel_error
     choice = {k: {} for k in range(len(declared))}
@@ -415,9 +468,15 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         choice, overrides, tuned_seconds = {k: {} for k in choice}, {}, original_seconds
     tuned_error = error_of(overrides)
     validation_error = program_error(_run(fn, overrides, fresh), fresh_reference)
-    if not max(tuned_error, validation_error) <= rel_error:
+    tuned_true = reference_true = None
+    if exact_elements:
+        tuned_true = true_error(fn, samples, overrides, elements=exact_elements) if overrides else original_true
+        reference_true = true_error(fn, _widened(samples, ref_R, ref_dtype), everything_at, elements=exact_elements)
+    if not max(tuned_error, validation_error, tuned_true.error if tuned_true else 0.0) <= rel_error:
         raise ValueError(f"expansions.tune: the tuned program fails its validation ({tuned_error:.3g} on the "
-                         f"samples, {validation_error:.3g} on fresh inputs near them, threshold {rel_error:.3g})")
+                         f"samples, {validation_error:.3g} on fresh inputs near them"
+                         + (f", a true error of {tuned_true.text()}" if tuned_true else "")
+                         + f", threshold {rel_error:.3g})")
     # the format each operation runs in, as traced: an operation without an explicit choice takes the
     # wider of its operands' formats, so it may run with fewer terms when an operand was lowered
     ran = [n.fmt for n in Program(fn, overrides=overrides).trace(*samples)[0].nodes if n.op in BINARY]
@@ -430,7 +489,8 @@ def tune(program, *samples, rel_error: float, reference_terms: int | None = None
         proven = composed_bound(fn, samples, overrides, elements=bound_elements)
         original_proven = composed_bound(fn, samples, {}, elements=bound_elements)
     report = Report(rel_error, ref_R, original_error, tuned_error, validation_error, original_seconds,
-                    tuned_seconds, nodes, tried, proven, original_proven)
+                    tuned_seconds, nodes, tried, proven, original_proven, original_true=original_true,
+                    tuned_true=tuned_true, reference_true=reference_true)
     block = None
     if launch or (launch is None and _device(samples) == "cuda"):
         report.launch, report.launch_note = launch_choice(fn, overrides, samples, repeats)

@@ -1,8 +1,11 @@
 """Verification of the proven bounds: exact errors of the kernels' results against expansions.bounds.
 
 For each (operation, R, dtype) the inputs are drawn from the adversarial families of the design
-notes (:func:`families`), the backend (the NumPy twins, or the GPU kernels) computes the results,
-and the error of every result is computed exactly with rationals.  A case violates the bound when
+notes (:func:`families`) and the edge families (:func:`edge_families`: interior zeros, subnormal
+terms, the top and the bottom of the range), at leading exponents chosen so that every term is
+exercised (:func:`centers`); the backend (the NumPy twins, the engine, or the GPU kernels) computes
+the results, and the error of every result is computed exactly with rationals.  A row that measured
+no error at all has the status :data:`NO_ERROR_MEASURED` (:func:`status`).  A case violates the bound when
 its exact error exceeds the proven bound for that case:
 
 * ``add_safe``: ``|x + y - s| <= B |x + y|`` (Prop. III.1); also counted: cases where ``s_0`` is not
@@ -64,6 +67,23 @@ class Row:
     note: str = ""
     seconds: float = 0.0
     counterexample: dict = field(default_factory=dict)
+    status: str = ""  # see :func:`status`
+
+
+#: A row's status: its cases broke the bound (or the output property); it measured no error at all
+#: (every result exact, or every case underflow-dominated: the row shows nothing about the bound);
+#: every case within the bound, with errors measured.
+VIOLATED, NO_ERROR_MEASURED, OK = "VIOLATED", "NO ERROR MEASURED", "ok"
+
+
+def status(row: Row) -> str:
+    """The row's status (:data:`VIOLATED`, :data:`NO_ERROR_MEASURED` or :data:`OK`).  The
+    renormalization is error-free by its bound: an error of zero is what it measures."""
+    if row.violations or (row.operation == "renormalize" and row.property_violations):
+        return VIOLATED
+    if row.operation != "renormalize" and (row.cases == 0 or row.max_error_log2 in (None, -math.inf)):
+        return NO_ERROR_MEASURED
+    return OK
 
 
 def _log2(q: Fraction) -> float:
@@ -76,10 +96,11 @@ def _valid(terms) -> np.ndarray:
     return np.isfinite(terms).all(axis=1)
 
 
-def families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str):
+def families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str, center: int = 0):
     """Pairs (x, y) of (N, R) term arrays mixing the design notes' adversarial families:
     random; massive cancellation (y = -x except from a random term on); Sterbenz pairs; exponent
-    gaps of 0..p bits; interleaved zeros and one-bit (ulp) overlaps; same signs; near underflow."""
+    gaps of 0..p bits; interleaved zeros and one-bit (ulp) overlaps; same signs; near underflow.
+    The leading exponents lie within ``center`` +- :data:`SPREAD` (the near-underflow family apart)."""
     fmt = format_of(dtype)
     p = fmt.p
     seeds = rng.integers(0, 2**31, size=16)
@@ -87,6 +108,7 @@ def families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str):
     parts = []
 
     def gen(n, s, **kw):
+        kw.setdefault("exponent_range", (center - SPREAD, center + SPREAD))
         return random_terms((n,), R, dtype, seed=int(s), **kw)
 
     # random
@@ -117,18 +139,123 @@ def families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str):
     # zeros inside and one-bit overlaps
     parts.append((gen(k, seeds[8], p_ulp=0.3, p_zero=0.2), gen(k, seeds[9], p_ulp=0.3, p_zero=0.2)))
     # same sign, close magnitudes
-    parts.append((gen(k, seeds[10], same_sign=True, exponent_range=(0, 1)),
-                  gen(k, seeds[11], same_sign=True, exponent_range=(0, 1))))
+    parts.append((gen(k, seeds[10], same_sign=True, exponent_range=(center, center + 1)),
+                  gen(k, seeds[11], same_sign=True, exponent_range=(center, center + 1))))
     # near underflow: the last terms are subnormal or zero
     lo = min(fmt.emin + (R - 1) * (p + 2) // 2, fmt.emax // 2 - 6)  # products stay finite
     parts.append((gen(k, seeds[12], exponent_range=(lo - 4, lo + 4)),
                   gen(k, seeds[13], exponent_range=(lo - 4, lo + 4))))
     xs = np.concatenate([a for a, _ in parts])
     ys = np.concatenate([b for _, b in parts])
-    if op == "renormalize":
-        # unnormalized input: the raw output of the fast addition, and unordered terms
-        return xs, ys
     return xs, ys
+
+
+#: The leading exponents of a family lie within its center +- SPREAD.
+SPREAD = 8
+#: The largest exponent gap (bits beyond p) between the terms of :func:`expansions.generate.random_terms`.
+GAP = 4
+#: A result whose exponent is this far above ``emin + R p`` has an error above the underflow term.
+ERROR_MARGIN = 64
+ADDITIONS = ("add_safe", "add_fast", "renormalize")
+
+
+def _pick(preferred: int, lo: int, hi: int) -> int:
+    """``preferred`` clamped to [lo, hi]; ``hi`` (the result's side) when the interval is empty."""
+    return hi if lo > hi else min(max(preferred, lo), hi)
+
+
+def centers(op: str, R: int, dtype: str) -> tuple[int, int]:
+    """The centers of the leading exponents of x and y for ``op`` at (R, dtype), chosen so that every
+    term of an operand is a normal number (its last term ``(R-1)(p+GAP)`` bits below the leading one
+    lies above ``emin``) and the result lies ``R p + ERROR_MARGIN`` bits above ``emin`` (its error is
+    then above the underflow term), without overflow; 0 where that holds already.  Where the format
+    cannot hold both (float32 beyond about R = 8, float64 beyond about R = 24), the result's side wins
+    (its error is what the row measures) as far as the range allows."""
+    fmt = format_of(dtype)
+    operand = fmt.emin + (R - 1) * (fmt.p + GAP)  # lowest center whose operands' last terms are normal
+    result = fmt.emin + R * fmt.p + ERROR_MARGIN  # lowest result exponent whose error is measurable
+    top = fmt.emax - 4 - SPREAD  # leading exponents up to top + SPREAD: sums do not overflow
+    if op in ADDITIONS:
+        c = _pick(0, operand, top)
+        return c, c
+    if op == "mul":
+        c = _pick(0, max(operand, -(-result // 2)), top // 2 - SPREAD)
+        return c, c
+    if op == "sqrt":
+        c = _pick(0, max(operand, 2 * result), top)
+        return c, c
+    cy = _pick(0, operand, max(min(-result, top), fmt.emin + SPREAD))  # the divisor: 1/y near 2^-cy
+    cx = _pick(cy, max(operand, cy + result), min(top, cy + top))
+    return cx, cy
+
+
+def edge_families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str):
+    """Pairs (x, y) of (N, R) term arrays of the valid inputs the adversarial families do not reach,
+    four families of N/4 pairs, each with a partner that keeps the result in range:
+
+    * sparse: interior zero terms followed by nonzero terms (the zeros are skipped by the definition,
+      so the nonzero terms sit at any positions: ``[1, 0, 0, 0, 0, 0, 0, 2^-53]``), at :func:`centers`;
+    * subnormal: a normal leading term near ``2^emin`` whose next terms are subnormal, the last ones
+      repeating the smallest subnormal (allowed: its ulp is itself);
+    * top: leading terms near ``2^emax`` with gaps of up to p bits between the terms;
+    * bottom: leading terms in the lowest binades of the normal range.
+
+    The partner of a tiny x in a product is a large y (the product near 1); in a quotient or a sum a
+    partner of the same family; the reciprocal's and the square root's operand is y, x."""
+    fmt = format_of(dtype)
+    p = fmt.p
+    seeds = iter(rng.integers(0, 2**31, size=16))
+    k = max(1, N // 4)
+    cx, cy = centers(op, R, dtype)
+    low = (fmt.emin, fmt.emin + SPREAD)
+    big = (-fmt.emin - 3 * SPREAD, -fmt.emin - 2 * SPREAD)  # times a tiny leading term: near 2^-2SPREAD
+    high = (fmt.emax - 2 - SPREAD, fmt.emax - 2)
+
+    def gen(exponent_range, **kw):
+        return random_terms((k,), R, dtype, seed=int(next(seeds)), exponent_range=exponent_range, **kw)
+
+    def sparse(center):
+        dense = gen((center - SPREAD, center + SPREAD))
+        out = np.zeros_like(dense)
+        for i in range(k):
+            m = int(rng.integers(1, R + 1))  # nonzero terms, spread over the R positions in order
+            where = np.concatenate([[0], np.sort(rng.choice(np.arange(1, R), m - 1, replace=False))])
+            out[i, where.astype(int)] = dense[i, :m]
+        return out
+
+    def subnormal():
+        t = gen((fmt.emin, fmt.emin + p // 2))
+        smallest = np.asarray(float(fmt.eta), dtype=t.dtype)
+        for i in range(k):
+            zeros = np.flatnonzero(t[i] == 0)
+            fill = zeros[rng.random(zeros.size) < 0.75]
+            t[i, fill] = rng.choice([-1, 1], size=fill.size) * smallest
+        return t
+
+    def partner(x_range):
+        """y of the same family as x in a sum, a quotient, a square root or a reciprocal; large in a product."""
+        return gen(big) if op == "mul" else gen(x_range)
+
+    tiny = subnormal()
+    parts = [(sparse(cx), sparse(cy)),
+             (tiny, gen(big) if op == "mul" else subnormal()),
+             (gen(high, max_gap=p), gen((-high[1], -high[0])) if op == "mul" else gen(high, max_gap=p)),
+             (gen(low), partner(low))]
+    return np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
+
+
+def inputs(N: int, R: int, dtype: str, rng: np.random.Generator, op: str, edge: bool = True):
+    """The verification's pairs (x, y) for ``op``: the adversarial families (:func:`families`) at the
+    exponents of :func:`centers`, and (``edge``) a quarter of the cases from :func:`edge_families`."""
+    edge = N // 4 if edge else 0
+    cx, cy = centers(op, R, dtype)
+    x, y = families(N - edge, R, dtype, rng, op, center=cx)
+    if cy != cx:
+        y = families(N - edge, R, dtype, rng, op, center=cy)[1]
+    if not edge:
+        return x, y
+    ex, ey = edge_families(edge, R, dtype, rng, op)
+    return np.concatenate([x, ex]), np.concatenate([y, ey])
 
 
 def _backend(name):
@@ -140,15 +267,17 @@ def _backend(name):
     return backends.cuda, lambda a: backends.to_device(a, "cuda")
 
 
-def verify_one(op: str, R: int, dtype: str, samples: int, seed: int, backend: str = "cpu") -> Row:
+def verify_one(op: str, R: int, dtype: str, samples: int, seed: int, backend: str = "cpu", edge: bool = True) -> Row:
+    """The row of ``op`` at (R, dtype) on ``samples`` cases of :func:`inputs` (``edge``: with the edge
+    families)."""
     t0 = time.perf_counter()
     fmt = format_of(dtype)
     p = fmt.p
     row = Row(op, R, dtype, backend)
     rng = np.random.default_rng([seed, R, p, ALL_OPERATIONS.index(op)])
     if op in NEWTON_OPERATIONS:
-        return _verify_newton(op, R, dtype, samples, rng, backend, row, t0)
-    x, y = families(samples, R, dtype, rng, op)
+        return _verify_newton(op, R, dtype, samples, rng, backend, row, t0, edge)
+    x, y = inputs(samples, R, dtype, rng, op, edge)
     be, to_dev = _backend(backend)
     with np.errstate(all="ignore"):
         if op == "renormalize":
@@ -245,6 +374,7 @@ def verify_one(op: str, R: int, dtype: str, samples: int, seed: int, backend: st
     row.max_error_log2 = _log2(worst_err)
     row.max_ratio_log2 = _log2(worst_ratio) if worst_ratio else (-math.inf if bound is not None else None)
     row.seconds = time.perf_counter() - t0
+    row.status = status(row)
     return row
 
 
@@ -256,10 +386,10 @@ def _newton_inputs(op, x, y):
     return (np.ascontiguousarray(np.where(x[:, :1] < 0, -x, x)),)  # sqrt: nonnegative radicands
 
 
-def _verify_newton(op, R, dtype, samples, rng, backend, row, t0):
+def _verify_newton(op, R, dtype, samples, rng, backend, row, t0, edge=True):
     """div, reciprocal, sqrt: exact errors against bounds.div / reciprocal / sqrt + R eta."""
     fmt = format_of(dtype)
-    x, y = families(samples, R, dtype, rng, op)
+    x, y = inputs(samples, R, dtype, rng, op, edge)
     inp = _newton_inputs(op, x, y)
     with np.errstate(all="ignore"):
         be, to_dev = _backend(backend)
@@ -311,6 +441,7 @@ def _verify_newton(op, R, dtype, samples, rng, backend, row, t0):
         worst_ratio = max(worst_ratio, ratio)
     row.max_error_log2, row.max_ratio_log2 = worst_err, worst_ratio
     row.seconds = time.perf_counter() - t0
+    row.status = status(row)
     return row
 
 
@@ -342,21 +473,28 @@ def markdown(rows, header: dict) -> str:
         "the `underflow` cases, where that term is more than 2^-20 of the bound. "
         "`s0!=RN`: cases where the safe addition's s0 is not the correctly rounded sum; "
         "`prop.`: cases breaking the output property (safe add: |s_i| <= 2^(-(p-1)i+2R-1)|s_0|; "
-        "renormalize: ulp-nonoverlapping).",
+        "renormalize: ulp-nonoverlapping). "
+        f"`status`: {VIOLATED} (a case beyond its bound), {NO_ERROR_MEASURED} (every result exact or every "
+        "case underflow-dominated: the row shows nothing about the bound; the format cannot hold R terms "
+        "of that result), ok.",
         "",
-        "| operation | R | dtype | backend | cases | non-finite | log2 bound | rel. to | log2 max error "
+        "| operation | R | dtype | backend | status | cases | non-finite | log2 bound | rel. to | log2 max error "
         "| ratio | violations | underflow | s0!=RN | prop. | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.operation} | {r.R} | {r.dtype} | {r.backend} | {r.cases} | {r.nonfinite_cases} | "
+            f"| {r.operation} | {r.R} | {r.dtype} | {r.backend} | {r.status or status(r)} | {r.cases} | "
+            f"{r.nonfinite_cases} | "
             f"{_fmt(r.bound_log2)} | {r.bound_relative_to} | {_fmt(r.max_error_log2)} | "
             f"{_fmt(r.max_ratio_log2, 2)} | {r.violations} | "
             f"{r.underflow_cases if r.operation in ('mul',) + NEWTON_OPERATIONS else '-'} | "
             f"{r.s0_not_rn if r.operation == 'add_safe' else '-'} | "
             f"{r.property_violations if r.operation in ('add_safe', 'renormalize') else '-'} | {r.note} |"
         )
+    blind = [f"{r.operation} R={r.R} {r.dtype}" for r in rows if (r.status or status(r)) == NO_ERROR_MEASURED]
+    if blind:
+        lines += ["", f"{len(blind)} rows measured no error ({NO_ERROR_MEASURED}): {', '.join(blind)}."]
     return "\n".join(lines) + "\n"
 
 

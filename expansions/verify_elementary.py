@@ -169,8 +169,14 @@ def hard_arguments(name, R, dt):
         xs = [1, 0, -1, -1, -1, -1, 2.0**-60, lambda: mpmath.cos(1), 1]
         return _exact(ys, R, dt), _exact(xs, R, dt)
     if name == "pow":
-        xs = [2, 2, 10, -2, 2, 0.5, lambda: mpmath.e, 3, 1.5]
-        ys = [0.5, -(fmt.p - fmt.emin - 1), 3, 3, fmt.emax, 2, lambda: mpmath.log(2), -2, lambda: mpmath.pi]
+        # and near 1: x = 1 -+ 2^-k, y = +-20 / log x with |y| about a quarter of the exponent limit up to
+        # which the stated bound holds (bounds.pow_exponent_limit)
+        limit = B.pow_exponent_limit(R, fmt)
+        k = min(-fmt.emin - 2, limit.numerator.bit_length() - limit.denominator.bit_length() - 9)
+        near = [lambda s=s: 1 + s * mpmath.mpf(2) ** -k for s in (-1, 1)]
+        xs = [2, 2, 10, -2, 2, 0.5, lambda: mpmath.e, 3, 1.5, *near]
+        ys = [0.5, -(fmt.p - fmt.emin - 1), 3, 3, fmt.emax, 2, lambda: mpmath.log(2), -2, lambda: mpmath.pi,
+              *[lambda v=v: 20 / mpmath.log(v()) for v in near]]
         return _exact(xs, R, dt), _exact(ys, R, dt)
     return _exact(table[name], R, dt)
 

@@ -176,8 +176,11 @@ def _verify(summary, out, backend, plan, env, mode, progress) -> list[str]:
     header.update(env)
     verify.write(rows, header, out)
     summary["verification_violations"] = sum(r.violations for r in rows)
+    blind = [f"{r.operation} R={r.R} {r.dtype}" for r in rows if r.status == verify.NO_ERROR_MEASURED]
+    summary["verification_rows_without_error"] = blind
     return ["## Bound verification", "", f"See [verification.md](verification.md): "
-            f"{sum(r.cases for r in rows)} cases, {summary['verification_violations']} violations.", ""]
+            f"{sum(r.cases for r in rows)} cases, {summary['verification_violations']} violations; "
+            f"{len(blind)} rows measured no error.", ""]
 
 
 def _dw(summary, out, plan, env, mode) -> list[str]:

@@ -260,7 +260,7 @@ def test_verification_rows(op):
     from expansions import verify
 
     for R, dtype in ((4, "float64"), (16, "float64"), (3, "float32")):
-        row = verify.verify_one(op, R, dtype, 300, seed=7)
+        row = verify.verify_one(op, R, dtype, 300, seed=7, edge=False)  # the edge families: test_verify.py
         assert row.cases > 250 and row.violations == 0 and row.max_ratio_log2 <= 0
         assert row.max_error_log2 > -math.inf
 

@@ -164,3 +164,16 @@ def test_division_by_a_float_and_a_reciprocal(R):
             v, E = res.computed[out][k], res.absolute[out][k]
             err = abs(mpmath.mpf(v.numerator) / v.denominator - (x * y / 3 + 1 / y))
             assert err <= mpmath.mpf(E.numerator) / E.denominator
+
+
+def test_a_double_word_quotient_that_underflows_to_zero_is_not_proven():
+    """float32 R = 2: the exact quotient (about 1.1e-48) is below the smallest subnormal, the result is 0;
+    the double-word proofs assume no underflow of the result, so there is no bound (not L = b |z|)."""
+    h = float.fromhex
+    x = ex.from_terms(np.array([[h("-0x1.5e5ce2p-53"), h("0x1.c7b83ep-108")]], dtype=np.float32))
+    y = ex.from_terms(np.array([[h("-0x1.b7d0a4p+106"), h("-0x1.a2bb1cp+49")]], dtype=np.float32))
+    assert (np.asarray((x / y).terms) == 0).all()
+    b = PB.composed_bound(lambda x, y: x / y, (x, y))
+    assert not b.proven and "exact result is near underflow" in b.reason
+    normal = ex.from_terms(np.array([[1.5, 2.0 ** -30]], dtype=np.float32))
+    assert PB.composed_bound(lambda x, y: x / y, (normal, normal)).proven

@@ -111,3 +111,53 @@ def test_float32_terms_where_the_error_allows():
                     bound_elements=0)
     assert all(n.dtype == "float64" and n.lowest_float32_terms is None for n in plain.report.nodes)
     assert plain.report.proven_bound is None
+
+
+def _sqrt_samples():
+    return ex.from_terms(np.array([[1.0, 2.0 ** -60], [1.0, 2.0 ** -55], [1.0, 3 * 2.0 ** -58],
+                                   [1.0, 5 * 2.0 ** -70]]))
+
+
+def _true_errors_of_sqrt_minus(x, y=None):
+    """The relative errors of ``ex.sqrt(x) - y`` (y = 1 when None) against mpmath at 3000 bits."""
+    import mpmath
+
+    got = (ex.sqrt(x) - (1.0 if y is None else y)).terms
+    errors = []
+    with mpmath.workprec(3000):
+        for k, row in enumerate(np.asarray(x.terms)):
+            sub = 1 if y is None else mpmath.fsum(mpmath.mpf(float(t)) for t in np.asarray(y.terms)[k])
+            exact = mpmath.sqrt(mpmath.fsum(mpmath.mpf(float(t)) for t in row)) - sub
+            computed = mpmath.fsum(mpmath.mpf(float(t)) for t in np.asarray(got)[k])
+            errors.append(float(abs(computed - exact) / abs(exact)))
+    return errors
+
+
+def test_a_square_root_at_the_inputs_format_is_measured():
+    """The reference runs every node at the wider format (the inputs widened exactly), and the true error
+    is measured against mpmath: the error of ``sqrt`` at R = 2 does not cancel out of the measurement."""
+    x = _sqrt_samples()
+    true = _true_errors_of_sqrt_minus(x)
+    assert 1e-18 < max(true) < 1e-17  # the errors the tuner must see (mpmath, independently of the tuner)
+    with pytest.raises(ValueError, match="above the threshold"):
+        ex.tune(lambda x: ex.sqrt(x) - 1.0, x, rel_error=1e-25, check_time=False)
+    report = ex.tune(lambda x: ex.sqrt(x) - 1.0, x, rel_error=1e-15, check_time=False).report
+    assert report.original_true.elements == 4
+    assert report.original_true.error == pytest.approx(max(true), rel=1e-6)
+    assert report.original_error == pytest.approx(max(true), rel=1e-6)  # the widened reference agrees
+    assert report.reference_true.error < 1e-40
+    assert "True error (against mpmath): original 6.94e-18" in report.markdown()
+
+
+def test_a_cancellation_the_declared_format_cannot_resolve_is_refused():
+    """``sqrt(x) - y`` with x at R = 2 and y an accurate R = 4 value of sqrt(x): the difference is the
+    square root's own error, so the true relative error is huge; the tuner refuses the threshold."""
+    import mpmath
+
+    x = _sqrt_samples()
+    with mpmath.workprec(2000):
+        y = ex.array([mpmath.sqrt(mpmath.mpf(float(r[0])) + mpmath.mpf(float(r[1]))) for r in np.asarray(x.terms)],
+                     terms=4)
+    assert max(_true_errors_of_sqrt_minus(x, y)) > 1e30
+    with pytest.raises(ValueError, match="above the threshold"):
+        ex.tune(lambda x, y: ex.sqrt(x) - y, x, y, rel_error=1e-40, check_time=False)
