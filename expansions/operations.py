@@ -28,7 +28,7 @@ from .backends import for_terms, to_numpy, xp_of
 from .promote import operand_terms
 
 __all__ = ["add", "sub", "mul", "div", "reciprocal", "sqrt", "negative", "absolute", "renormalize", "binary",
-           "unary", "compare", "operands", "flat_pair"]
+           "unary", "compare", "operands", "flat_pair", "broadcast_flat"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -119,10 +119,10 @@ def flat_pair(x: ExpansionArray, y: ExpansionArray):
         shape = np.broadcast_shapes(x.shape, y.shape)
     except ValueError:
         raise ValueError(f"shapes {x.shape} and {y.shape} do not broadcast") from None
-    return _broadcast_flat(x.terms, shape), _broadcast_flat(y.terms, shape), shape
+    return broadcast_flat(x.terms, shape), broadcast_flat(y.terms, shape), shape
 
 
-def _broadcast_flat(t, shape):
+def broadcast_flat(t, shape):
     """The terms t (..., R) broadcast to ``shape`` as a (count, R) C-contiguous array.  Where t is
     broadcast along leading axes only (a 0-d or single expansion, a row against a matrix), its block
     is repeated whole (``tile``: several times faster than copying the strided broadcast view, which

@@ -20,7 +20,7 @@ from .. import dispatch
 from ..arraytype import ExpansionArray
 from ..backends import for_device, xp_of
 from ..manipulation import where as _where
-from ..operations import absolute, compare, operands
+from ..operations import absolute, broadcast_flat, compare, operands
 from ..promote import operand_terms
 from .trace import BINARY, COMPARE, ELEMENTARY, ELEMENTARY2, Graph, Node
 
@@ -89,11 +89,10 @@ def _step(node: Node, be, graph: Graph):
 
 
 def _flat(t, shape: tuple):
-    """``t`` broadcast to ``shape``, C-contiguous, its leading axes flattened into one."""
-    xp = xp_of(t)
-    if tuple(t.shape) != shape:
-        t = xp.broadcast_to(t, shape)
-    return xp.ascontiguousarray(t).reshape((-1,) + shape[-1:])
+    """``t`` (..., R) broadcast to ``shape`` (..., R), C-contiguous, its leading axes flattened into one
+    (:func:`expansions.operations.broadcast_flat`: a constant is repeated whole, not copied element by
+    element)."""
+    return broadcast_flat(t, shape[:-1])
 
 
 class Plan:
