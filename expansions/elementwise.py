@@ -24,11 +24,13 @@ Exact, with the array module of the terms (CPU and GPU alike):
 With R-term arithmetic (stated per function):
 
 - :func:`floor_divide` (``//``), :func:`remainder` (``%``), :func:`fmod`: the quotient is the floor of
-  the R-term division, corrected by one where the remainder ``x - q y`` computed with R-term
-  arithmetic is out of range.  Exact whenever that remainder is computed exactly, e.g. integer-valued
-  operands whose products fit R terms, or a divisor that is a power of two (there the quotient is an
-  exact scaling); otherwise within one unit of the exact floor(x/y) only where x/y is within the
-  division's error bound of an integer.
+  the R-term division; where that division lies within 8 units roundoff (relative) of an integer,
+  far above its proven error, it is corrected by one where the remainder ``x - q y`` computed with
+  R-term arithmetic is out of range.  Elsewhere the exact x / y has the same floor (a tiny negative
+  x / y has floor -1 and remainder ``x + y``).  Exact whenever that remainder is computed exactly,
+  e.g. integer-valued operands whose products fit R terms, or a divisor that is a power of two
+  (there the quotient is an exact scaling); otherwise within one unit of the exact floor(x/y) only
+  where x/y is within the division's error bound of an integer.
 - :func:`power` (``**``) with an integer exponent: binary powering with the library's truncated
   multiplication; a negative exponent takes the reciprocal (Newton) of the positive power.  Bound
   :func:`power_bound`.  Expansion or non-integer exponents: :func:`expansions.pow` (exp(y log x),
@@ -241,23 +243,44 @@ def _power_of_two(y) -> float | None:
     return v if m == 0.5 else None
 
 
+# The quotient's floor needs the remainder's correction only where the R-term quotient is this close
+# (relative to it) to an integer: a margin of 8 units roundoff of one term, far above the division's
+# proven error at any R, so that an exact x / y and its computed value have the same floor elsewhere.
+NEAR_INTEGER_UNITS = 8
+
+
+def _near_integer(quotient: ExpansionArray, frac: ExpansionArray):
+    """Where the (finite) quotient lies within ``NEAR_INTEGER_UNITS * u * |quotient|`` of an integer:
+    frac is its exact fractional part in [0, 1), ``1 - frac`` is computed error-free.  A zero quotient
+    counts as near (its floor depends on the sign of the exact value)."""
+    xp = xp_of(frac.terms)
+    ones = xp.ones(frac.shape + (1,), dtype=frac.dtype)
+    up = _renorm(xp.concatenate([ones, -frac.terms], axis=-1), frac.nterms + 1)[..., 0]
+    fmt = F.format_of(frac.dtype)
+    margin = xp.abs(quotient.terms[..., 0]) * frac.dtype.type(NEAR_INTEGER_UNITS * 2.0 ** -fmt.p)
+    return (frac.terms[..., 0] <= margin) | (up <= margin)
+
+
 def floor_divide(x, y):
-    """``x // y``: floor of the R-term quotient, corrected by one step (see the module docstring)."""
+    """``x // y``: floor of the R-term quotient, corrected by one step where the quotient is near an
+    integer (see the module docstring)."""
     p2 = _power_of_two(y) if isinstance(x, ExpansionArray) else None
     if p2 is not None:
         q = floor(binary("mul", x, 1.0 / p2))  # an exact scaling (barring underflow)
         return q
     x, y = operands(x, y)
-    q = floor(binary("div", x, y))
+    quotient = binary("div", x, y)
+    ints, frac, finite = _integer_part(quotient)
+    q = _finish(quotient, ints, finite)
     r = binary("sub", x, binary("mul", q, y))
     xp = xp_of(q.terms)
     ypos = xp.asarray(_sign_values(y)) > 0
     zero = ExpansionArray(xp.zeros_like(r.terms))
     too_big = xp.where(ypos, xp.asarray(compare("ge", r, y)), xp.asarray(compare("le", r, y)))
     too_small = xp.where(ypos, xp.asarray(compare("lt", r, zero)), xp.asarray(compare("gt", r, zero)))
-    step = too_big.astype(x.dtype) - too_small.astype(x.dtype)
+    step = (too_big.astype(x.dtype) - too_small.astype(x.dtype)) * _near_integer(quotient, frac)
     fixed = binary("add", q, _one_term(xp.broadcast_to(step, q.shape).copy(), q))
-    return ExpansionArray(xp.where(((step != 0) & xp.asarray(isfinite(q)))[..., None], fixed.terms, q.terms))
+    return ExpansionArray(xp.where(((step != 0) & finite)[..., None], fixed.terms, q.terms))
 
 
 def remainder(x, y):

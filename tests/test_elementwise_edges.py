@@ -1,0 +1,67 @@
+"""Element-wise functions at their edges: floor division of tiny quotients, integer powers near
+underflow and with huge exponents, non-finite lower terms.  Expected values are exact (Fractions)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import expansions as ex
+from expansions import formats as F
+
+DTYPES = ["float64", "float32"]
+
+
+def fr(x):
+    q = x.to_fraction()
+    return np.array(q, dtype=object) if isinstance(q, np.ndarray) else q
+
+
+def exact_floor(a: Fraction, b: Fraction) -> int:
+    return math.floor(a / b)
+
+
+# ----------------------------------------------------------------------------------------------
+# floor division and remainder
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", [2, 3, 4, 8])
+def test_tiny_negative_quotient_has_floor_minus_one(R, dtype):
+    """x / y tiny and negative, far from any integer: floor -1, remainder y + x (the sign of y)."""
+    p = F.format_of(np.dtype(dtype)).p
+    k = p + 7  # 2^60 + 1 for float64: more bits than one term holds
+    x = ex.from_terms(np.array([2.0**-k, 2.0**(-2 * k)] + [0.0] * (R - 2), dtype=dtype))
+    y = ex.array(-(2**k + 1), terms=R, dtype=dtype)
+    X, Y = fr(x), Fraction(-(2**k + 1))
+    assert fr(x // y) == exact_floor(X, Y) == -1
+    assert fr(-x // -y) == -1 and fr(x // -y) == 0 and fr(-x // y) == 0
+    # the remainder x + y rounded once to R terms: within the R-term subtraction's error of the exact one
+    r, exact = fr(x % y), X - Y * exact_floor(X, Y)
+    assert exact < 0 and abs(r - exact) <= abs(exact) * Fraction(1, 2 ** (R * (p - 1)))
+    assert fr(ex.fmod(x, y)) == X  # fmod truncates: quotient 0
+    # a remainder the R terms hold exactly
+    x1 = ex.array(2.0**-20, terms=R, dtype=dtype)
+    y1 = ex.array(-(2**(p - 23) + 1), terms=R, dtype=dtype)
+    assert fr(x1 // y1) == -1 and fr(x1 % y1) == Fraction(2.0**-20) - (2**(p - 23) + 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", [2, 3, 4])
+def test_floor_divide_random_against_exact(R, dtype):
+    """Quotients of every size and sign, tiny ones included, against the exact floor."""
+    rng = np.random.default_rng(R)
+    bits = R * (F.format_of(np.dtype(dtype)).p - 1)
+    x = ex.random((400,), terms=R, dtype=dtype, seed=R, exponent_range=(-60, 10))
+    y = ex.random((400,), terms=R, dtype=dtype, seed=R + 100, exponent_range=(0, 40))
+    flip = rng.integers(0, 2, size=400).astype(bool)
+    y = ex.where(flip, -y, y)
+    q = fr(x // y)
+    for a, b, got in zip(fr(x), fr(y), q):
+        assert got == exact_floor(a, b), (a, b, got)
+    for a, b, got in zip(fr(x), fr(y), fr(x % y)):
+        n = exact_floor(a, b)
+        assert abs(got - (a - b * n)) <= (abs(a) + abs(b * n)) * Fraction(8, 2**bits), (a, b)
