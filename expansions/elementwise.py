@@ -343,20 +343,51 @@ def power(x, n):
     return unary("reciprocal", result) if n < 0 else result
 
 
+# bits kept by each rounding of power_bound's recurrence, beyond the bits of the exponent
+GROWTH_BITS = 64
+# a relative bound above this says nothing: power_bound refuses to compute it (ValueError)
+GROWTH_LIMIT = 2**GROWTH_BITS
+
+
+def _growth_bound(e: Fraction, m: int) -> Fraction:
+    """An upper bound of ``(1 + e)^m - 1`` (e >= 0, m >= 0) in O(log m) operations on small rationals:
+    binary powering on c = (1 + e)^k - 1, ``c(2k) = 2 c(k) + c(k)^2``, ``c(k + 1) = c(k) + e + c(k) e``,
+    every step rounded up (:func:`expansions.bounds.round_up`) to ``GROWTH_BITS`` + L bits, L the bits
+    of m.  Every operation is monotone on non-negative values, so each rounded c(k) stays above the
+    exact one.  Overestimate: a rounding adds a relative 2^(1 - GROWTH_BITS - L) at most, and a
+    squaring at most doubles the relative excess of c, so after the L squarings (and L additions of e)
+    the excess is below 2^(L + 2) 2^(1 - GROWTH_BITS - L) = 2^(3 - GROWTH_BITS): negligible.
+    c(k) grows with k, so a c(k) above ``GROWTH_LIMIT`` on the way is a ValueError (the exact rational
+    of such a bound could have more digits than memory holds)."""
+    bits = GROWTH_BITS + m.bit_length()
+    c = Fraction(0)
+    for bit in bin(m)[2:] if m > 0 else "":
+        c = bounds.round_up(2 * c + c * c, bits)
+        if bit == "1":
+            c = bounds.round_up(c + e + c * e, bits)
+        if c > GROWTH_LIMIT:
+            raise ValueError(f"(1 + {float(e):.3g})^{m} - 1 exceeds 2^{GROWTH_BITS}: no useful relative bound")
+    return c
+
+
 def power_bound(n: int, R: int, fmt) -> Fraction:
     """Relative error bound of :func:`power` (to |x^n|), ulp-nonoverlapping x, no underflow/overflow.
 
     Each truncated product is within ``e = bounds.mul_relative_to_product(R, p)`` of the exact product
     of its (computed) operands, and the computed x^m carries exactly m - 1 such factors (c(a + b) =
-    c(a) + c(b) + 1, c(1) = 0, whatever the powering order), so ``|x^n - P| <= ((1 + e)^(n-1) - 1)|x^n|``.
+    c(a) + c(b) + 1, c(1) = 0, whatever the powering order), so ``|x^n - P| <= ((1 + e)^(n-1) - 1)|x^n|``,
+    bounded above by :func:`_growth_bound` (any n, in O(log n) operations).
     For n < 0 the reciprocal adds ``r = bounds.reciprocal(R, fmt).value``:
     ``(1 + r) / (1 - b) - 1`` with b the bound of ``x^|n|`` (plus the reciprocal's absolute underflow
-    term, not included here)."""
+    term, not included here); a ValueError where b >= 1 (no relative bound then)."""
     fmt = fmt if isinstance(fmt, F.Format) else F.format_of(np.dtype(fmt))
     e = bounds.mul_relative_to_product(R, fmt.p)
-    b = (1 + e) ** max(abs(n) - 1, 0) - 1
+    b = _growth_bound(e, max(abs(n) - 1, 0))
     if n >= 0:
         return b
+    if b >= 1:
+        raise ValueError(f"x ** {n}: the bound of x ** {-n} at R = {R} ({fmt.name}) is not below 1, so its "
+                         "reciprocal has no relative bound")
     return (1 + bounds.reciprocal(R, fmt).value) / (1 - b) - 1
 
 

@@ -4,13 +4,16 @@ underflow and with huge exponents, non-finite lower terms.  Expected values are 
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import expansions as ex
+from expansions import bounds
 from expansions import formats as F
+from expansions.elementwise import power_bound
 
 DTYPES = ["float64", "float32"]
 
@@ -65,3 +68,35 @@ def test_floor_divide_random_against_exact(R, dtype):
     for a, b, got in zip(fr(x), fr(y), fr(x % y)):
         n = exact_floor(a, b)
         assert abs(got - (a - b * n)) <= (abs(a) + abs(b * n)) * Fraction(8, 2**bits), (a, b)
+
+
+# ----------------------------------------------------------------------------------------------
+# the integer power's bound in bounded time
+
+
+@pytest.mark.parametrize("fmt", [F.FLOAT64, F.FLOAT32], ids=lambda f: f.name)
+@pytest.mark.parametrize("R", [2, 3, 8])
+def test_power_bound_above_the_exact_recurrence_and_close_to_it(R, fmt):
+    e = bounds.mul_relative_to_product(R, fmt.p)
+    r = bounds.reciprocal(R, fmt).value
+    for n in [0, 1, 2, 3, 4, 5, 7, 8, 13, 64, 100, 255, 1000, 4097]:
+        exact = (1 + e) ** max(n - 1, 0) - 1  # the product count's exact growth factor
+        b = power_bound(n, R, fmt)
+        assert exact <= b <= exact * (1 + Fraction(1, 2**60)), (n, R)
+        if n > 0:
+            exact_neg = (1 + r) / (1 - exact) - 1
+            bn = power_bound(-n, R, fmt)
+            assert exact_neg <= bn <= exact_neg * (1 + Fraction(1, 2**60)), (n, R)
+
+
+def test_power_bound_runs_in_bounded_time():
+    start = time.perf_counter()
+    for n in (2**20 + 1, 2**40, -(2**40), 2**40 + 12345):
+        b = power_bound(n, 8, F.FLOAT64)
+        assert 0 < b < Fraction(1, 2**300)
+    small = power_bound(2**20 + 1, 2, F.FLOAT64)
+    e = bounds.mul_relative_to_product(2, 53)
+    assert 2**20 * e <= small <= 2**20 * e * (1 + Fraction(1, 2**10))
+    with pytest.raises(ValueError, match="no useful relative bound"):
+        power_bound(2**100, 2, F.FLOAT32)
+    assert time.perf_counter() - start < 2.0
