@@ -32,9 +32,11 @@ With R-term arithmetic (stated per function):
   (there the quotient is an exact scaling); otherwise within one unit of the exact floor(x/y) only
   where x/y is within the division's error bound of an integer.
 - :func:`power` (``**``) with an integer exponent: binary powering with the library's truncated
-  multiplication; a negative exponent takes the reciprocal (Newton) of the positive power.  Bound
-  :func:`power_bound`.  Expansion or non-integer exponents: :func:`expansions.pow` (exp(y log x),
-  :mod:`expansions.elementary`); ``**`` with such an exponent stays a TypeError.
+  multiplication; a negative exponent takes the reciprocal (Newton) of the positive power, computed
+  on exactly scaled operands where that power would overflow or underflow (so a representable
+  result, subnormal ones included, is not flushed).  Bound :func:`power_bound`.  Expansion or
+  non-integer exponents: :func:`expansions.pow` (exp(y log x), :mod:`expansions.elementary`);
+  ``**`` with such an exponent stays a TypeError.
 """
 
 from __future__ import annotations
@@ -329,10 +331,64 @@ def binary_powering(x, e: int, mul):
         base = mul(base, base)
 
 
+def _scaled_terms(t, shift):
+    """The terms t scaled by 2^-shift (per row; exact but for terms that fall below the underflow
+    threshold)."""
+    with np.errstate(all="ignore"):
+        return xp_of(t).ldexp(t, -shift[..., None])
+
+
+def _leading_exponent(t):
+    """e with |t_0| in [2^(e-1), 2^e) for rows with a finite nonzero leading term, 0 for the others."""
+    xp = xp_of(t)
+    lead = t[..., 0]
+    ok = xp.isfinite(lead) & (lead != 0)
+    return xp.where(ok, xp.frexp(xp.where(ok, lead, 1))[1], 0).astype(np.int64)
+
+
+def _scaled_product(a, b):
+    """(M, E) pairs, value M 2^E with M's leading term in [1/2, 1): the truncated product, rescaled."""
+    m = binary("mul", a[0], b[0])
+    s = _leading_exponent(m.terms)
+    return ExpansionArray(_scaled_terms(m.terms, s)), a[1] + b[1] + s
+
+
+def _reciprocal_power_scaled(x: ExpansionArray, m: int) -> ExpansionArray:
+    """1 / x^m with x scaled to [1/2, 1) before the powering and each product rescaled (an exact
+    power-of-two scaling), so that no intermediate overflows or underflows; the exponent is applied
+    to the Newton reciprocal at the end (rounding each term where the result is subnormal), then
+    renormalized.  The non-finite rule holds: a non-finite leading term keeps zeros below it."""
+    e0 = _leading_exponent(x.terms)
+    M, E = binary_powering((ExpansionArray(_scaled_terms(x.terms, e0)), e0), m, _scaled_product)
+    r = unary("reciprocal", M)
+    t = _scaled_terms(r.terms, E)
+    t[..., 1:] = xp_of(t).where(xp_of(t).isfinite(t[..., :1]), t[..., 1:], 0)
+    return ExpansionArray(_renorm(t, x.nterms))
+
+
+# the scaled path of x ** -m is taken for exponents below this (the exponent sums stay exact int64)
+SCALED_POWER_LIMIT = 2**52
+
+
+def _needs_scaling(x: ExpansionArray, m: int):
+    """Rows where x^m might leave [2^(emin + R p), 2^emax) (overflow, or a tail below the underflow
+    threshold): the reciprocal of such a power is computed scaled."""
+    fmt = F.format_of(x.dtype)
+    lead = x.terms[..., 0]
+    e0 = _leading_exponent(x.terms)
+    usual = xp_of(lead).isfinite(lead) & (lead != 0)
+    return usual & ((e0 * m > fmt.emax) | ((e0 - 1) * m - 1 < fmt.emin + x.nterms * fmt.p))
+
+
 def power(x, n):
     """``x ** n`` for an integer n: binary powering (square and multiply, at most 2 floor(log2 |n|)
-    truncated products); a negative n takes the Newton reciprocal of ``x ** |n|``; ``x ** 0`` is 1
-    (also for NaN, as NumPy).  Bound :func:`power_bound` (no underflow or overflow on the way)."""
+    truncated products); a negative n takes the Newton reciprocal of ``x ** |n|``, and where that power
+    could overflow or fall below the range (``|x^|n||`` outside ``[2^(emin + R p), 2^emax)``) the
+    powering runs on x scaled to [1/2, 1), each product rescaled by its exponent (exact powers of two),
+    and the exponent is applied to the reciprocal at the end: a representable result is not flushed to
+    zero (a subnormal one within a few units of the smallest subnormal).  ``x ** 0`` is 1 (also for NaN,
+    as NumPy).  Bound :func:`power_bound` (no underflow or overflow of the result).  Traced programs
+    (``expansions.fuse``) record the unscaled products."""
     x = _expansion(x, "power")
     n = _integer_exponent(n)
     if n == 0:
@@ -340,7 +396,15 @@ def power(x, n):
     result = binary_powering(x, abs(n), lambda a, b: binary("mul", a, b))
     if result is x:
         result = x.copy()
-    return unary("reciprocal", result) if n < 0 else result
+    if n > 0:
+        return result
+    result = unary("reciprocal", result)
+    if -n < SCALED_POWER_LIMIT:
+        need = _needs_scaling(x, -n)
+        if bool(need.any()):
+            scaled = _reciprocal_power_scaled(x, -n)
+            result = ExpansionArray(xp_of(need).where(need[..., None], scaled.terms, result.terms))
+    return result
 
 
 # bits kept by each rounding of power_bound's recurrence, beyond the bits of the exponent

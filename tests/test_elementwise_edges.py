@@ -100,3 +100,35 @@ def test_power_bound_runs_in_bounded_time():
     with pytest.raises(ValueError, match="no useful relative bound"):
         power_bound(2**100, 2, F.FLOAT32)
     assert time.perf_counter() - start < 2.0
+
+
+# ----------------------------------------------------------------------------------------------
+# negative integer powers near the underflow and overflow thresholds
+
+
+def _power_cases(fmt):
+    """(x, n) with x^-n representable: subnormal, near the underflow threshold, near overflow, and
+    intermediates x^|n| that overflow or underflow (float64 exponents; float32 scaled by 1/8)."""
+    cases = [(1.5, 1800), (1.5, 1700), (0.75, 2400), (-0.75, 2401), (-10.0, 309), (3.0, 20), (1.5, 1760),
+             (-0.9, 6001)]
+    if fmt is F.FLOAT64:
+        return cases
+    return [(v, n // 8 + (n % 2 and not (n // 8) % 2)) for v, n in cases]  # keeps an odd n odd
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", [2, 3, 4, 8])
+def test_negative_power_not_flushed(R, dtype):
+    """x ** -n where x^n over- or underflows but x^-n is representable: the R-term bound of
+    power_bound plus an absolute 2R units of the smallest subnormal (the terms rounded into the
+    subnormal range); results that overflow are infinities of the right sign."""
+    fmt = F.format_of(np.dtype(dtype))
+    xs = ex.array([v for v, _ in _power_cases(fmt)], terms=R, dtype=dtype)
+    for i, (v, n) in enumerate(_power_cases(fmt)):
+        got = xs[i] ** -n
+        exact = Fraction(v) ** -n
+        assert abs(exact) <= fmt.largest
+        assert abs(got.to_fraction() - exact) <= power_bound(-n, R, fmt) * abs(exact) + 2 * R * fmt.eta, (v, n)
+    assert fr(ex.array(-10.0, terms=2) ** -309) == Fraction(np.float64(-10.0) ** -309)  # as float64 rounds it
+    huge = ex.array([0.5, -0.5], terms=R, dtype=dtype) ** -(fmt.emax + 2)  # 2^(emax + 2), odd
+    assert list(huge.terms[:, 0]) == [np.inf, -np.inf] and not huge.terms[:, 1:].any()
