@@ -76,9 +76,22 @@ def _renorm(t, R):
 
 
 def _nonfinite_value(t):
-    """The IEEE value of each row (its terms summed in floats): the value of a non-finite row."""
-    with np.errstate(all="ignore"):
-        return t.sum(axis=-1)
+    """The IEEE value that the library's non-finite rule gives each row with a non-finite term: its
+    leading term where that is not finite, NaN where the leading term is finite but a lower term is not
+    (finite rows: their leading term)."""
+    xp = xp_of(t)
+    lead = t[..., 0]
+    lower_bad = xp.isfinite(lead) & ~xp.isfinite(t).all(axis=-1)
+    return xp.where(lower_bad, xp.asarray(np.nan, dtype=t.dtype), lead)
+
+
+def _canonical(t):
+    """Rows with a non-finite term as the rule writes results: (their IEEE value, 0, ..., 0)."""
+    xp = xp_of(t)
+    bad = ~xp.isfinite(t).all(axis=-1)
+    out = xp.where(bad[..., None], xp.zeros_like(t), t)
+    out[..., 0] = xp.where(bad, _nonfinite_value(t), t[..., 0])
+    return out
 
 
 def isfinite(x):
@@ -88,16 +101,15 @@ def isfinite(x):
 
 
 def isinf(x):
-    """``np.isinf``: a non-finite row whose IEEE value (leading term) is an infinity."""
-    xp = xp_of(_expansion(x, "isinf").terms)
-    r = ~xp.isfinite(x.terms).all(axis=-1) & xp.isinf(_nonfinite_value(x.terms))
+    """``np.isinf``: the leading term is an infinity (the value of the row by the non-finite rule)."""
+    r = xp_of(_expansion(x, "isinf").terms).isinf(x.terms[..., 0])
     return r if x.ndim else bool(r)
 
 
 def isnan(x):
-    """``np.isnan``: a non-finite row whose IEEE value is NaN (a NaN term, or inf + -inf)."""
-    xp = xp_of(_expansion(x, "isnan").terms)
-    r = ~xp.isfinite(x.terms).all(axis=-1) & xp.isnan(_nonfinite_value(x.terms))
+    """``np.isnan``: the leading term is NaN, or it is finite and a lower term is not (such an operand
+    counts as NaN)."""
+    r = xp_of(_expansion(x, "isnan").terms).isnan(_nonfinite_value(x.terms))
     return r if x.ndim else bool(r)
 
 
@@ -129,11 +141,12 @@ def _extremum(op, x, y):
     X, Y = ExpansionArray(xt), ExpansionArray(yt)
     pick_x = xp.asarray(compare(op, X, Y)) | xp.asarray(isnan(X))
     pick_x &= ~xp.asarray(isnan(Y)) | xp.asarray(isnan(X))
-    return ExpansionArray(xp.where(pick_x[:, None], xt, yt).reshape(shape + (x.nterms,)))
+    return ExpansionArray(_canonical(xp.where(pick_x[:, None], xt, yt)).reshape(shape + (x.nterms,)))
 
 
 def maximum(x, y):
-    """``np.maximum`` (exact comparison; a NaN operand gives NaN, the first one when both are)."""
+    """``np.maximum`` (exact comparison; a NaN operand gives NaN, the first one when both are; a
+    non-finite result is written as the non-finite rule writes it, (value, 0, ..., 0))."""
     return _extremum("ge", x, y)
 
 

@@ -132,3 +132,69 @@ def test_negative_power_not_flushed(R, dtype):
     assert fr(ex.array(-10.0, terms=2) ** -309) == Fraction(np.float64(-10.0) ** -309)  # as float64 rounds it
     huge = ex.array([0.5, -0.5], terms=R, dtype=dtype) ** -(fmt.emax + 2)  # 2^(emax + 2), odd
     assert list(huge.terms[:, 0]) == [np.inf, -np.inf] and not huge.terms[:, 1:].any()
+
+
+# ----------------------------------------------------------------------------------------------
+# non-finite lower terms: the value of a row is its leading term where that is not finite, NaN where
+# the leading term is finite but a lower term is not (the documented non-finite rule)
+
+INF, NAN = math.inf, math.nan
+ROWS = [[1.0, INF], [INF, -INF], [INF, NAN], [-INF, 1.0], [NAN, 0.0], [1.0, NAN], [-1.0, -INF], [INF, 0.0],
+        [2.5, 0.0], [-2.5, 2.0**-60], [-0.0, 0.0]]
+
+
+def _rule_value(row) -> float:
+    if not math.isfinite(row[0]):
+        return row[0]
+    return NAN if not all(math.isfinite(t) for t in row) else row[0]
+
+
+def _same(a, b) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+@pytest.fixture(params=["engine", "twins"])
+def cpu_backend(request):
+    ex.set_cpu_backend(request.param)
+    yield request.param
+    ex.set_cpu_backend(None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", [2, 3])
+def test_nonfinite_lower_terms_follow_the_rule(R, dtype, cpu_backend):
+    rows = [r + [0.0] * (R - 2) for r in ROWS]
+    x = ex.from_terms(np.array(rows, dtype=dtype))
+    values = [_rule_value(r) for r in rows]
+    exact = [sum(map(Fraction, r)) if math.isfinite(v) else None for r, v in zip(rows, values)]
+
+    def check(r, i, want):
+        """Row i of the result r: the non-finite IEEE value followed by zeros, or the exact value."""
+        if exact[i] is None or not math.isfinite(want):
+            assert _same(float(r.terms[i, 0]), want) and not r.terms[i, 1:].any(), (rows[i], want)
+        else:
+            assert fr(r[i]) == want, (rows[i], want)
+
+    assert list(ex.isnan(x)) == [math.isnan(v) for v in values]
+    assert list(ex.isinf(x)) == [math.isinf(v) for v in values]
+    assert list(ex.isfinite(x)) == [math.isfinite(v) for v in values]
+    for f, g in [(ex.maximum, max), (ex.minimum, min)]:
+        r = f(x, 2.0)
+        for i, v in enumerate(values):
+            check(r, i, NAN if math.isnan(v) else g(exact[i] if exact[i] is not None else v, 2))
+    c = ex.clip(x, 0, 4)
+    for i, v in enumerate(values):
+        check(c, i, NAN if math.isnan(v) else min(max(exact[i] if exact[i] is not None else v, 0), 4))
+    for f, g in [(ex.floor, math.floor), (ex.ceil, math.ceil), (ex.trunc, math.trunc), (ex.rint, round)]:
+        r = f(x)
+        for i, v in enumerate(values):
+            check(r, i, v if exact[i] is None else g(exact[i]))
+    for op in ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"]:
+        for other in (INF, -INF, 4.0, 1.0):
+            got = list(getattr(x, op)(other))
+            for i, v in enumerate(values):
+                if exact[i] is None:
+                    assert got[i] == getattr(v, op)(other), (op, other, rows[i])
+    s = ex.sign(x).terms[:, 0]
+    for i, v in enumerate(values):
+        assert _same(float(s[i]), float(np.sign(v if exact[i] is None else float(exact[i])))), rows[i]
