@@ -409,15 +409,31 @@ def power(x, n):
     result = binary_powering(x, abs(n), lambda a, b: binary("mul", a, b))
     if result is x:
         result = x.copy()
-    if n > 0:
+    if n < 0:
+        result = unary("reciprocal", result)
+        if -n < SCALED_POWER_LIMIT:
+            need = _needs_scaling(x, -n)
+            if bool(need.any()):
+                scaled = _reciprocal_power_scaled(x, -n)
+                result = ExpansionArray(xp_of(need).where(need[..., None], scaled.terms, result.terms))
+    return _ieee_power_sign(result, x, n)
+
+
+def _ieee_power_sign(result: ExpansionArray, x: ExpansionArray, n: int) -> ExpansionArray:
+    """A zero or infinite x ** n (a zero or infinite x, or an underflow or overflow) with IEEE's sign:
+    negative exactly where x is negative (its sign bit) and n odd."""
+    if n % 2 == 0:
         return result
-    result = unary("reciprocal", result)
-    if -n < SCALED_POWER_LIMIT:
-        need = _needs_scaling(x, -n)
-        if bool(need.any()):
-            scaled = _reciprocal_power_scaled(x, -n)
-            result = ExpansionArray(xp_of(need).where(need[..., None], scaled.terms, result.terms))
-    return result
+    xp = xp_of(result.terms)
+    lead = result.terms[..., 0]
+    x0 = x.terms[..., 0]
+    edge = (lead == 0) | xp.isinf(lead)
+    if not bool(edge.any()):
+        return result
+    t = result.terms.copy()
+    signed = xp.where(xp.signbit(x0) & ~xp.isnan(x0), -xp.abs(lead), xp.abs(lead))
+    t[..., 0] = xp.where(edge, signed, lead)
+    return ExpansionArray(t)
 
 
 # bits kept by each rounding of power_bound's recurrence, beyond the bits of the exponent

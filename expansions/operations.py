@@ -204,11 +204,13 @@ def sign(x: ExpansionArray):
 
 @implements(np.absolute)
 def absolute(x: ExpansionArray) -> ExpansionArray:
-    """|x| (exact): x negated where its value is negative."""
+    """|x| (exact): x negated where its value is negative or a zero with its sign bit set (|-0| = +0)."""
     if traced(x):
         return HANDLED["traced"]("absolute", x)
     xp = xp_of(x.terms)
-    return ExpansionArray(xp.where((sign(x) < 0)[..., None], -x.terms, x.terms))
+    s = sign(x)
+    negative = (s < 0) | (s == 0) & xp.signbit(x.terms[..., 0])
+    return ExpansionArray(xp.where(negative[..., None], -x.terms, x.terms))
 
 
 @implements("compare")
