@@ -384,19 +384,21 @@ SCALED_POWER_LIMIT = 2**52
 
 
 def _needs_scaling(x: ExpansionArray, m: int):
-    """Rows where x^m might leave [2^(emin + R p), 2^emax) (overflow, or a tail below the underflow
-    threshold): the reciprocal of such a power is computed scaled."""
+    """Rows where x^m might leave [2^L, 2^emax) (overflow, or a tail that falls below the underflow
+    threshold where the scaled power's would not), L = min(emin + R p, 0): the reciprocal of such a
+    power is computed scaled."""
     fmt = F.format_of(x.dtype)
     lead = x.terms[..., 0]
     e0 = _leading_exponent(x.terms)
     usual = xp_of(lead).isfinite(lead) & (lead != 0)
-    return usual & ((e0 * m > fmt.emax) | ((e0 - 1) * m - 1 < fmt.emin + x.nterms * fmt.p))
+    low = min(fmt.emin + x.nterms * fmt.p, 0)
+    return usual & ((e0 * m > fmt.emax) | ((e0 - 1) * m - 1 < low))
 
 
 def power(x, n):
     """``x ** n`` for an integer n: binary powering (square and multiply, at most 2 floor(log2 |n|)
     truncated products); a negative n takes the Newton reciprocal of ``x ** |n|``, and where that power
-    could overflow or fall below the range (``|x^|n||`` outside ``[2^(emin + R p), 2^emax)``) the
+    could overflow or fall below the range (``|x^|n||`` outside ``[2^min(emin + R p, 0), 2^emax)``) the
     powering runs on x scaled to [1/2, 1), each product rescaled by its exponent (exact powers of two),
     and the exponent is applied to the reciprocal at the end: a representable result is not flushed to
     zero (a subnormal one within a few units of the smallest subnormal).  ``x ** 0`` is 1 (also for NaN,
