@@ -116,11 +116,16 @@ def _double_word_unary(run):
 
 def _double_word_finish(z, operands, leading):
     """The non-finite rule of :func:`expansions.cpu.kernels.nonfinite_epilogue`, and NaN (not a NaN
-    leading term with a finite tail) where the leading-term result is NaN."""
+    leading term with a finite tail) where the leading-term result is NaN; a zero result whose
+    leading-term result is a zero takes that zero (IEEE's sign: (-0) * 1 = -0, (-0) + (-0) = -0,
+    -1 / inf = -0), the algorithms' own arithmetic on zeros giving +0."""
     xp = xp_of(z)
     out = _twins.nonfinite_epilogue(z, operands, leading)
     invalid = xp.isnan(leading)[:, None] & xp.asarray([True, False])
-    return xp.where(invalid, xp.asarray(xp.nan, dtype=out.dtype), xp.where(xp.isnan(leading)[:, None], 0, out))
+    out = xp.where(invalid, xp.asarray(xp.nan, dtype=out.dtype), xp.where(xp.isnan(leading)[:, None], 0, out))
+    signed_zero = (out[:, 0] == 0) & (out[:, 1] == 0) & (leading == 0)
+    out[:, 0] = xp.where(signed_zero, leading, out[:, 0])
+    return out
 
 
 def _launched_dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False,

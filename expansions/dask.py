@@ -309,7 +309,8 @@ def sum(x: ExpansionDaskArray, axis=None) -> ExpansionDaskArray:  # noqa: A001 -
         raise TypeError(f"sum expects an ExpansionDaskArray, got {type(x).__name__}")
     if axis is None:
         if x.ndim != 1:
-            x = ExpansionDaskArray(x.terms.reshape(-1, x.nterms))
+            t = x.terms if x.size else x.terms.rechunk(-1)  # Dask reshapes no empty array of several chunks
+            x = ExpansionDaskArray(t.reshape(-1, x.nterms))
         axis = 0
     axis = int(axis) % max(x.ndim, 1) if x.ndim else 0
     t = x.terms

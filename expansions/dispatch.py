@@ -110,15 +110,16 @@ def run(op: str, alg: str, be: Backend, renormalize: bool, *operands):
 
 def renormalizer(alg: str, be: Backend):
     """The function ``(out, R) -> terms`` that renormalizes the raw output of algorithm ``alg``."""
-    if alg in ("newton", "reciprocal"):
-        return partial(_renormalize_newton, be)
+    if alg in ("newton", "reciprocal") or alg in _DOUBLE_WORD:
+        return partial(_renormalize_keeping_zeros, be)
     return be.renormalize
 
 
-def _renormalize_newton(be: Backend, out, R: int):
+def _renormalize_keeping_zeros(be: Backend, out, R: int):
     """Renormalize the R-term output of a Newton kernel (error-free; the kernel's last step is
     renormalized before the scaling back, which can break the nonoverlap only below the underflow
-    threshold), keeping the signed zeros of the kernel's zero results (sqrt(-0) = -0, 0/-y = -0)."""
+    threshold) or of a double-word algorithm, keeping the signed zeros of the kernel's zero results
+    (sqrt(-0) = -0, 0/-y = -0, (-0) * 1 = -0): at R = 2 what ``renormalize_pair`` does."""
     xp = xp_of(out)
     r = be.renormalize(out, R)
     return xp.where((out[:, :1] == 0) & (r[:, :1] == 0), out, r)

@@ -24,15 +24,19 @@ Exact, with the array module of the terms (CPU and GPU alike):
 With R-term arithmetic (stated per function):
 
 - :func:`floor_divide` (``//``), :func:`remainder` (``%``), :func:`fmod`: the quotient is the floor of
-  the R-term division, corrected by one where the remainder ``x - q y`` computed with R-term
-  arithmetic is out of range.  Exact whenever that remainder is computed exactly, e.g. integer-valued
-  operands whose products fit R terms, or a divisor that is a power of two (there the quotient is an
-  exact scaling); otherwise within one unit of the exact floor(x/y) only where x/y is within the
-  division's error bound of an integer.
+  the R-term division; where that division lies within 8 units roundoff (relative) of an integer,
+  far above its proven error, it is corrected by one where the remainder ``x - q y`` computed with
+  R-term arithmetic is out of range.  Elsewhere the exact x / y has the same floor (a tiny negative
+  x / y has floor -1 and remainder ``x + y``).  Exact whenever that remainder is computed exactly,
+  e.g. integer-valued operands whose products fit R terms, or a divisor that is a power of two
+  (there the quotient is an exact scaling); otherwise within one unit of the exact floor(x/y) only
+  where x/y is within the division's error bound of an integer.
 - :func:`power` (``**``) with an integer exponent: binary powering with the library's truncated
-  multiplication; a negative exponent takes the reciprocal (Newton) of the positive power.  Bound
-  :func:`power_bound`.  Expansion or non-integer exponents: :func:`expansions.pow` (exp(y log x),
-  :mod:`expansions.elementary`); ``**`` with such an exponent stays a TypeError.
+  multiplication; a negative exponent takes the reciprocal (Newton) of the positive power, computed
+  on exactly scaled operands where that power would overflow or underflow (so a representable
+  result, subnormal ones included, is not flushed).  Bound :func:`power_bound`.  Expansion or
+  non-integer exponents: :func:`expansions.pow` (exp(y log x), :mod:`expansions.elementary`);
+  ``**`` with such an exponent stays a TypeError.
 """
 
 from __future__ import annotations
@@ -72,9 +76,22 @@ def _renorm(t, R):
 
 
 def _nonfinite_value(t):
-    """The IEEE value of each row (its terms summed in floats): the value of a non-finite row."""
-    with np.errstate(all="ignore"):
-        return t.sum(axis=-1)
+    """The IEEE value that the library's non-finite rule gives each row with a non-finite term: its
+    leading term where that is not finite, NaN where the leading term is finite but a lower term is not
+    (finite rows: their leading term)."""
+    xp = xp_of(t)
+    lead = t[..., 0]
+    lower_bad = xp.isfinite(lead) & ~xp.isfinite(t).all(axis=-1)
+    return xp.where(lower_bad, xp.asarray(np.nan, dtype=t.dtype), lead)
+
+
+def _canonical(t):
+    """Rows with a non-finite term as the rule writes results: (their IEEE value, 0, ..., 0)."""
+    xp = xp_of(t)
+    bad = ~xp.isfinite(t).all(axis=-1)
+    out = xp.where(bad[..., None], xp.zeros_like(t), t)
+    out[..., 0] = xp.where(bad, _nonfinite_value(t), t[..., 0])
+    return out
 
 
 def isfinite(x):
@@ -84,16 +101,15 @@ def isfinite(x):
 
 
 def isinf(x):
-    """``np.isinf``: a non-finite row whose IEEE value (leading term) is an infinity."""
-    xp = xp_of(_expansion(x, "isinf").terms)
-    r = ~xp.isfinite(x.terms).all(axis=-1) & xp.isinf(_nonfinite_value(x.terms))
+    """``np.isinf``: the leading term is an infinity (the value of the row by the non-finite rule)."""
+    r = xp_of(_expansion(x, "isinf").terms).isinf(x.terms[..., 0])
     return r if x.ndim else bool(r)
 
 
 def isnan(x):
-    """``np.isnan``: a non-finite row whose IEEE value is NaN (a NaN term, or inf + -inf)."""
-    xp = xp_of(_expansion(x, "isnan").terms)
-    r = ~xp.isfinite(x.terms).all(axis=-1) & xp.isnan(_nonfinite_value(x.terms))
+    """``np.isnan``: the leading term is NaN, or it is finite and a lower term is not (such an operand
+    counts as NaN)."""
+    r = xp_of(_expansion(x, "isnan").terms).isnan(_nonfinite_value(x.terms))
     return r if x.ndim else bool(r)
 
 
@@ -125,11 +141,12 @@ def _extremum(op, x, y):
     X, Y = ExpansionArray(xt), ExpansionArray(yt)
     pick_x = xp.asarray(compare(op, X, Y)) | xp.asarray(isnan(X))
     pick_x &= ~xp.asarray(isnan(Y)) | xp.asarray(isnan(X))
-    return ExpansionArray(xp.where(pick_x[:, None], xt, yt).reshape(shape + (x.nterms,)))
+    return ExpansionArray(_canonical(xp.where(pick_x[:, None], xt, yt)).reshape(shape + (x.nterms,)))
 
 
 def maximum(x, y):
-    """``np.maximum`` (exact comparison; a NaN operand gives NaN, the first one when both are)."""
+    """``np.maximum`` (exact comparison; a NaN operand gives NaN, the first one when both are; a
+    non-finite result is written as the non-finite rule writes it, (value, 0, ..., 0))."""
     return _extremum("ge", x, y)
 
 
@@ -241,23 +258,44 @@ def _power_of_two(y) -> float | None:
     return v if m == 0.5 else None
 
 
+# The quotient's floor needs the remainder's correction only where the R-term quotient is this close
+# (relative to it) to an integer: a margin of 8 units roundoff of one term, far above the division's
+# proven error at any R, so that an exact x / y and its computed value have the same floor elsewhere.
+NEAR_INTEGER_UNITS = 8
+
+
+def _near_integer(quotient: ExpansionArray, frac: ExpansionArray):
+    """Where the (finite) quotient lies within ``NEAR_INTEGER_UNITS * u * |quotient|`` of an integer:
+    frac is its exact fractional part in [0, 1), ``1 - frac`` is computed error-free.  A zero quotient
+    counts as near (its floor depends on the sign of the exact value)."""
+    xp = xp_of(frac.terms)
+    ones = xp.ones(frac.shape + (1,), dtype=frac.dtype)
+    up = _renorm(xp.concatenate([ones, -frac.terms], axis=-1), frac.nterms + 1)[..., 0]
+    fmt = F.format_of(frac.dtype)
+    margin = xp.abs(quotient.terms[..., 0]) * frac.dtype.type(NEAR_INTEGER_UNITS * 2.0 ** -fmt.p)
+    return (frac.terms[..., 0] <= margin) | (up <= margin)
+
+
 def floor_divide(x, y):
-    """``x // y``: floor of the R-term quotient, corrected by one step (see the module docstring)."""
+    """``x // y``: floor of the R-term quotient, corrected by one step where the quotient is near an
+    integer (see the module docstring)."""
     p2 = _power_of_two(y) if isinstance(x, ExpansionArray) else None
     if p2 is not None:
         q = floor(binary("mul", x, 1.0 / p2))  # an exact scaling (barring underflow)
         return q
     x, y = operands(x, y)
-    q = floor(binary("div", x, y))
+    quotient = binary("div", x, y)
+    ints, frac, finite = _integer_part(quotient)
+    q = _finish(quotient, ints, finite)
     r = binary("sub", x, binary("mul", q, y))
     xp = xp_of(q.terms)
     ypos = xp.asarray(_sign_values(y)) > 0
     zero = ExpansionArray(xp.zeros_like(r.terms))
     too_big = xp.where(ypos, xp.asarray(compare("ge", r, y)), xp.asarray(compare("le", r, y)))
     too_small = xp.where(ypos, xp.asarray(compare("lt", r, zero)), xp.asarray(compare("gt", r, zero)))
-    step = too_big.astype(x.dtype) - too_small.astype(x.dtype)
+    step = (too_big.astype(x.dtype) - too_small.astype(x.dtype)) * _near_integer(quotient, frac)
     fixed = binary("add", q, _one_term(xp.broadcast_to(step, q.shape).copy(), q))
-    return ExpansionArray(xp.where(((step != 0) & xp.asarray(isfinite(q)))[..., None], fixed.terms, q.terms))
+    return ExpansionArray(xp.where(((step != 0) & finite)[..., None], fixed.terms, q.terms))
 
 
 def remainder(x, y):
@@ -306,10 +344,66 @@ def binary_powering(x, e: int, mul):
         base = mul(base, base)
 
 
+def _scaled_terms(t, shift):
+    """The terms t scaled by 2^-shift (per row; exact but for terms that fall below the underflow
+    threshold)."""
+    with np.errstate(all="ignore"):
+        return xp_of(t).ldexp(t, -shift[..., None])
+
+
+def _leading_exponent(t):
+    """e with |t_0| in [2^(e-1), 2^e) for rows with a finite nonzero leading term, 0 for the others."""
+    xp = xp_of(t)
+    lead = t[..., 0]
+    ok = xp.isfinite(lead) & (lead != 0)
+    return xp.where(ok, xp.frexp(xp.where(ok, lead, 1))[1], 0).astype(np.int64)
+
+
+def _scaled_product(a, b):
+    """(M, E) pairs, value M 2^E with M's leading term in [1/2, 1): the truncated product, rescaled."""
+    m = binary("mul", a[0], b[0])
+    s = _leading_exponent(m.terms)
+    return ExpansionArray(_scaled_terms(m.terms, s)), a[1] + b[1] + s
+
+
+def _reciprocal_power_scaled(x: ExpansionArray, m: int) -> ExpansionArray:
+    """1 / x^m with x scaled to [1/2, 1) before the powering and each product rescaled (an exact
+    power-of-two scaling), so that no intermediate overflows or underflows; the exponent is applied
+    to the Newton reciprocal at the end (rounding each term where the result is subnormal), then
+    renormalized.  The non-finite rule holds: a non-finite leading term keeps zeros below it."""
+    e0 = _leading_exponent(x.terms)
+    M, E = binary_powering((ExpansionArray(_scaled_terms(x.terms, e0)), e0), m, _scaled_product)
+    r = unary("reciprocal", M)
+    t = _scaled_terms(r.terms, E)
+    t[..., 1:] = xp_of(t).where(xp_of(t).isfinite(t[..., :1]), t[..., 1:], 0)
+    return ExpansionArray(_renorm(t, x.nterms))
+
+
+# the scaled path of x ** -m is taken for exponents below this (the exponent sums stay exact int64)
+SCALED_POWER_LIMIT = 2**52
+
+
+def _needs_scaling(x: ExpansionArray, m: int):
+    """Rows where x^m might leave [2^L, 2^emax) (overflow, or a tail that falls below the underflow
+    threshold where the scaled power's would not), L = min(emin + R p, 0): the reciprocal of such a
+    power is computed scaled."""
+    fmt = F.format_of(x.dtype)
+    lead = x.terms[..., 0]
+    e0 = _leading_exponent(x.terms)
+    usual = xp_of(lead).isfinite(lead) & (lead != 0)
+    low = min(fmt.emin + x.nterms * fmt.p, 0)
+    return usual & ((e0 * m > fmt.emax) | ((e0 - 1) * m - 1 < low))
+
+
 def power(x, n):
     """``x ** n`` for an integer n: binary powering (square and multiply, at most 2 floor(log2 |n|)
-    truncated products); a negative n takes the Newton reciprocal of ``x ** |n|``; ``x ** 0`` is 1
-    (also for NaN, as NumPy).  Bound :func:`power_bound` (no underflow or overflow on the way)."""
+    truncated products); a negative n takes the Newton reciprocal of ``x ** |n|``, and where that power
+    could overflow or fall below the range (``|x^|n||`` outside ``[2^min(emin + R p, 0), 2^emax)``) the
+    powering runs on x scaled to [1/2, 1), each product rescaled by its exponent (exact powers of two),
+    and the exponent is applied to the reciprocal at the end: a representable result is not flushed to
+    zero (a subnormal one within a few units of the smallest subnormal).  ``x ** 0`` is 1 (also for NaN,
+    as NumPy).  Bound :func:`power_bound` (no underflow or overflow of the result).  Traced programs
+    (``expansions.fuse``) record the unscaled products."""
     x = _expansion(x, "power")
     n = _integer_exponent(n)
     if n == 0:
@@ -317,7 +411,58 @@ def power(x, n):
     result = binary_powering(x, abs(n), lambda a, b: binary("mul", a, b))
     if result is x:
         result = x.copy()
-    return unary("reciprocal", result) if n < 0 else result
+    if n < 0:
+        result = unary("reciprocal", result)
+        if -n < SCALED_POWER_LIMIT:
+            need = _needs_scaling(x, -n)
+            if bool(need.any()):
+                scaled = _reciprocal_power_scaled(x, -n)
+                result = ExpansionArray(xp_of(need).where(need[..., None], scaled.terms, result.terms))
+    return _ieee_power_sign(result, x, n)
+
+
+def _ieee_power_sign(result: ExpansionArray, x: ExpansionArray, n: int) -> ExpansionArray:
+    """A zero or infinite x ** n (a zero or infinite x, or an underflow or overflow) with IEEE's sign:
+    negative exactly where x is negative (its sign bit) and n odd."""
+    if n % 2 == 0:
+        return result
+    xp = xp_of(result.terms)
+    lead = result.terms[..., 0]
+    x0 = x.terms[..., 0]
+    edge = (lead == 0) | xp.isinf(lead)
+    if not bool(edge.any()):
+        return result
+    t = result.terms.copy()
+    signed = xp.where(xp.signbit(x0) & ~xp.isnan(x0), -xp.abs(lead), xp.abs(lead))
+    t[..., 0] = xp.where(edge, signed, lead)
+    return ExpansionArray(t)
+
+
+# bits kept by each rounding of power_bound's recurrence, beyond the bits of the exponent
+GROWTH_BITS = 64
+# a relative bound above this says nothing: power_bound refuses to compute it (ValueError)
+GROWTH_LIMIT = 2**GROWTH_BITS
+
+
+def _growth_bound(e: Fraction, m: int) -> Fraction:
+    """An upper bound of ``(1 + e)^m - 1`` (e >= 0, m >= 0) in O(log m) operations on small rationals:
+    binary powering on c = (1 + e)^k - 1, ``c(2k) = 2 c(k) + c(k)^2``, ``c(k + 1) = c(k) + e + c(k) e``,
+    every step rounded up (:func:`expansions.bounds.round_up`) to ``GROWTH_BITS`` + L bits, L the bits
+    of m.  Every operation is monotone on non-negative values, so each rounded c(k) stays above the
+    exact one.  Overestimate: a rounding adds a relative 2^(1 - GROWTH_BITS - L) at most, and a
+    squaring at most doubles the relative excess of c, so after the L squarings (and L additions of e)
+    the excess is below 2^(L + 2) 2^(1 - GROWTH_BITS - L) = 2^(3 - GROWTH_BITS): negligible.
+    c(k) grows with k, so a c(k) above ``GROWTH_LIMIT`` on the way is a ValueError (the exact rational
+    of such a bound could have more digits than memory holds)."""
+    bits = GROWTH_BITS + m.bit_length()
+    c = Fraction(0)
+    for bit in bin(m)[2:] if m > 0 else "":
+        c = bounds.round_up(2 * c + c * c, bits)
+        if bit == "1":
+            c = bounds.round_up(c + e + c * e, bits)
+        if c > GROWTH_LIMIT:
+            raise ValueError(f"(1 + {float(e):.3g})^{m} - 1 exceeds 2^{GROWTH_BITS}: no useful relative bound")
+    return c
 
 
 def power_bound(n: int, R: int, fmt) -> Fraction:
@@ -325,15 +470,19 @@ def power_bound(n: int, R: int, fmt) -> Fraction:
 
     Each truncated product is within ``e = bounds.mul_relative_to_product(R, p)`` of the exact product
     of its (computed) operands, and the computed x^m carries exactly m - 1 such factors (c(a + b) =
-    c(a) + c(b) + 1, c(1) = 0, whatever the powering order), so ``|x^n - P| <= ((1 + e)^(n-1) - 1)|x^n|``.
+    c(a) + c(b) + 1, c(1) = 0, whatever the powering order), so ``|x^n - P| <= ((1 + e)^(n-1) - 1)|x^n|``,
+    bounded above by :func:`_growth_bound` (any n, in O(log n) operations).
     For n < 0 the reciprocal adds ``r = bounds.reciprocal(R, fmt).value``:
     ``(1 + r) / (1 - b) - 1`` with b the bound of ``x^|n|`` (plus the reciprocal's absolute underflow
-    term, not included here)."""
+    term, not included here); a ValueError where b >= 1 (no relative bound then)."""
     fmt = fmt if isinstance(fmt, F.Format) else F.format_of(np.dtype(fmt))
     e = bounds.mul_relative_to_product(R, fmt.p)
-    b = (1 + e) ** max(abs(n) - 1, 0) - 1
+    b = _growth_bound(e, max(abs(n) - 1, 0))
     if n >= 0:
         return b
+    if b >= 1:
+        raise ValueError(f"x ** {n}: the bound of x ** {-n} at R = {R} ({fmt.name}) is not below 1, so its "
+                         "reciprocal has no relative bound")
     return (1 + bounds.reciprocal(R, fmt).value) / (1 - b) - 1
 
 

@@ -205,20 +205,27 @@ def renormalize(x, terms: int | None = None) -> ExpansionArray:
 
 def sign(x: ExpansionArray):
     """-1, 0 or +1 (NaN for NaN) per element, as a terms-dtype array: the sign of the exactly
-    renormalized value."""
+    renormalized value; a row with a non-finite term has the sign of its value by the non-finite rule
+    (its leading term, or NaN where that is finite)."""
     be = for_terms(x.terms)
+    xp = xp_of(x.terms)
     with np.errstate(all="ignore"):
         r = be.renormalize(x.terms.reshape(-1, x.nterms), x.nterms)[:, 0].reshape(x.shape)
-    return xp_of(r).sign(r)
+        lead = x.terms[..., 0]
+        special = ~xp.isfinite(x.terms).all(axis=-1)
+        r = xp.where(special, xp.where(xp.isfinite(lead), xp.asarray(np.nan, dtype=lead.dtype), lead), r)
+    return xp.sign(r)
 
 
 @implements(np.absolute)
 def absolute(x: ExpansionArray) -> ExpansionArray:
-    """|x| (exact): x negated where its value is negative."""
+    """|x| (exact): x negated where its value is negative or a zero with its sign bit set (|-0| = +0)."""
     if traced(x):
         return HANDLED["traced"]("absolute", x)
     xp = xp_of(x.terms)
-    return ExpansionArray(xp.where((sign(x) < 0)[..., None], -x.terms, x.terms))
+    s = sign(x)
+    negative = (s < 0) | (s == 0) & xp.signbit(x.terms[..., 0])
+    return ExpansionArray(xp.where(negative[..., None], -x.terms, x.terms))
 
 
 @implements("compare")
@@ -226,7 +233,8 @@ def compare(op: str, x, y):
     """Exact comparisons ('eq', 'ne', 'lt', 'le', 'gt', 'ge'): the sign of x - y, computed error-free by
     renormalizing the 2R terms (x, -y) to 2R terms.  Where a leading term is not finite, the IEEE
     comparison of the leading terms decides (an expansion with a non-finite leading term is that IEEE
-    value); a NaN anywhere in a row makes every comparison but 'ne' false.  An operand of a type the
+    value); a row whose leading term is finite but a lower term is not counts as NaN (every comparison
+    but 'ne' false).  An operand of a type the
     expansions do not know raises :class:`expansions.convert.Unsupported`."""
     if traced(x, y):
         return HANDLED["traced"](op, x, y)

@@ -53,7 +53,7 @@ def _rows(x: ExpansionArray, axis):
     (a,) = _normalize_axes(axis, x.ndim)
     t = xp.moveaxis(x.terms, a, -2)
     rest = tuple(t.shape[:-2])
-    return xp.ascontiguousarray(t).reshape(-1, x.shape[a], R), rest, a
+    return xp.ascontiguousarray(t).reshape(math.prod(rest), x.shape[a], R), rest, a
 
 
 def _keep(r: ExpansionArray, x: ExpansionArray, a, keepdims):
@@ -276,7 +276,9 @@ def sort(x, axis=-1, kind=None, order=None, *, stable=None):
 
 @implements(np.argsort)
 def argsort(x, axis=-1, kind=None, order=None, *, stable=None):
-    """``np.argsort``: the permutation that sorts by exact value, NaN last."""
+    """``np.argsort``: the permutation that sorts by exact value, NaN last (a 0-d x: ``[0]``, as NumPy)."""
+    if _check(x, "np.argsort").ndim == 0 and order is None:
+        return xp_of(x.terms).zeros(1, dtype=np.intp)
     return _sort_axis(x, axis, kind, order, "np.argsort")[1]
 
 

@@ -350,7 +350,7 @@ def newton_renormalized(f, *args):
     """The dispatch's Newton renormalizer applied to the twin ``f``'s result (its specification)."""
     from expansions import backends, dispatch
 
-    return dispatch._renormalize_newton(backends.cpu, f(*args), args[-1])
+    return dispatch._renormalize_keeping_zeros(backends.cpu, f(*args), args[-1])
 
 
 def fused_cases(R, dtype, seed):

@@ -828,7 +828,7 @@ def atan2(y, x, R):
         y0, x0 = y[:, 0], x[:, 0]
         leading = np.arctan2(y0, x0).astype(dt)
         finite = np.isfinite(y).all(axis=1) & np.isfinite(x).all(axis=1)
-        special = ((y0 == 0) & (x0 == 0)) | np.isinf(y0) | np.isinf(x0)
+        special = ((y0 == 0) & finite) | np.isinf(y0) | np.isinf(x0)  # atan2(±0, x): ±0 or ±pi
         regular = finite & ~special
         out = _rows(regular, _atan2_w, _width(y, W), _width(x, W), w=W)
         out = _finish(out, R, (y, x), leading, special & ~np.isnan(y0) & ~np.isnan(x0), leading)
@@ -851,8 +851,11 @@ def pow(x, y, R):  # noqa: A001 - the elementary function's name
         integer, odd = is_integer(y)
         one_x = (x0 == 1) & (x[:, 1:] == 0).all(axis=1)
         zero_y = y0 == 0
-        x_for_sign = np.where(odd | ~np.isfinite(y0), x0, np.abs(x0))
-        leading = np.power(x_for_sign, y0).astype(dt)
+        # |x0|^y0 with the sign of x0 for an odd y (the parity of the whole expansion, not of y0); a
+        # non-finite y0 takes x0 as it is (pow(-1, inf) = 1, pow(x, NaN) = NaN)
+        base = np.where(~odd & ~np.isfinite(y0), x0, np.abs(x0))
+        leading = np.power(base, y0).astype(dt)
+        leading = np.where(odd & np.signbit(x0) & ~np.isnan(x0), -leading, leading)
         leading = np.where(one_x | zero_y, dt.type(1), leading)
         finite = np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1)
         nonfinite_lead = ~np.isfinite(x0) | ~np.isfinite(y0)
@@ -863,6 +866,8 @@ def pow(x, y, R):  # noqa: A001 - the elementary function's name
         out = _rows(regular, _pow_w, _width(x, W), _width(y, W), w=W)
         out = np.where((regular & (x0 < 0) & odd)[:, None], -out, out)
         res = _finish(out, R, (x, y), leading, special & finite, value)
+        underflow = regular & (x0 < 0) & odd & (res[:, 0] == 0)  # a negative result below the range: -0
+        res[:, 0] = np.where(underflow, -np.abs(res[:, 0]), res[:, 0])
         keep = (one_x | zero_y) & ~finite  # pow(1, NaN) = pow(NaN, 0) = 1: not the non-finite rule
         res[keep] = 0
         res[keep, 0] = 1

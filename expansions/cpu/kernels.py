@@ -210,12 +210,15 @@ def renormalize(x, R):
 def renormalize_pair(hi, lo):
     """Twin of ``renormalize_pair<T>`` (``expansions/cuda/dw.cuh``: the renormalization of the
     library's R = 2 double-word kernels, one thread per number): :func:`renormalize` of (hi, lo) to
-    two terms, bit for bit (tests/test_dw_operation.py), reduced as the kernel's comment explains: two
-    2Sums (no sort, one round), then the non-finite epilogue with the VecSum top as the leading result."""
+    two terms, bit for bit (tests/test_dw_operation.py), but for a zero pair, which it keeps as it is
+    (its signed zero; the double-word renormalizer of ``expansions.dispatch``), reduced as the kernel's
+    comment explains: two 2Sums (no sort, one round), then the non-finite epilogue with the VecSum top
+    as the leading result."""
     xp = array_module(hi)
     e_hi, e_lo = two_sum(hi, lo)
     t_hi, t_lo = two_sum(e_hi, e_lo)
-    out_hi, out_lo = t_hi, xp.where(t_lo != 0, t_lo, xp.zeros_like(t_lo))
+    zero = (hi == 0) & (lo == 0)
+    out_hi, out_lo = xp.where(zero, hi, t_hi), xp.where(zero, lo, xp.where(t_lo != 0, t_lo, xp.zeros_like(t_lo)))
     bad = ~xp.isfinite(hi) | ~xp.isfinite(lo)
     overflow = ~bad & (~xp.isfinite(out_hi) | ~xp.isfinite(out_lo))
     nan = xp.asarray(xp.nan, dtype=e_hi.dtype)

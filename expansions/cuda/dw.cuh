@@ -321,7 +321,8 @@ enum DwKind { DW_ADD = 0, DW_MUL = 1, DW_DIV = 2, DW_SQRT = 3 };
 // The library's non-finite rule on a double-word result z of operands (x0, x1) and, when binary,
 // (y0, y1): an operand with a non-finite word gives (w, 0), w = `leading` (the IEEE result on the
 // leading words) or NaN where that operand's leading word is finite; else a non-finite result word
-// (overflow) gives (+-inf, 0) with the sign of leading < 0; a NaN leading result gives (NaN, 0).
+// (overflow) gives (+-inf, 0) with the sign of leading < 0; a NaN leading result gives (NaN, 0); a
+// zero result whose leading result is a zero takes that zero.
 // NaN is the canonical quiet NaN.  Twin: _double_word_finish in expansions/backends.py (with
 // nonfinite_epilogue of expansions/cpu/kernels.py at R = 2).
 template <class T>
@@ -340,6 +341,8 @@ __device__ __forceinline__ TwoTerms<T> dw_nonfinite_rule(TwoTerms<T> z, T x0, T 
         z = {w, T(0)};
     }
     if (is_nan(leading)) z = {quiet_nan<T>(), T(0)};
+    // a zero result takes the leading result's zero (IEEE's sign: (-0) * 1 = -0, -1 / inf = -0)
+    if (z.hi == T(0) && z.lo == T(0) && leading == T(0)) z.hi = leading;
     return z;
 }
 
@@ -352,9 +355,11 @@ __device__ __forceinline__ TwoTerms<T> dw_nonfinite_rule(TwoTerms<T> z, T x0, T 
 // * the second round never changes the bits: for finite t, |t.lo| <= ulp(t.hi) / 2, so the terms are
 //   nonoverlapping after the first; a non-finite t is replaced by the epilogue.
 // The epilogue is nonfinite_epilogue at R = 2 with the VecSum top e.hi as the leading result.
-// Twin: renormalize_pair in expansions/cpu/kernels.py (tested equal to renormalize(x, 2)).
+// Twin: renormalize_pair in expansions/cpu/kernels.py (tested equal to renormalize(x, 2) but on zero
+// pairs, kept as they are: the double-word renormalizer of expansions.dispatch).
 template <class T>
 __device__ __forceinline__ TwoTerms<T> renormalize_pair(TwoTerms<T> x) {
+    if (x.hi == T(0) && x.lo == T(0)) return x;  // a zero pair is kept (its signed zero)
     const TwoTerms<T> e = two_sum(x.hi, x.lo);
     const TwoTerms<T> t = two_sum(e.hi, e.lo);
     const TwoTerms<T> out = {t.hi, t.lo != T(0) ? t.lo : T(0)};

@@ -945,7 +945,7 @@ __device__ __forceinline__ T atan2_group(T yl, T xl, int lane, const T* table) {
     const T x0 = shfl<G>(xl, 0);
     const T leading = leading_atan2(y0, x0);
     const bool finite = !group_any<R, G>(!is_finite(yl) || !is_finite(xl));
-    const bool special = (y0 == T(0) && x0 == T(0)) || is_inf(y0) || is_inf(x0);
+    const bool special = (y0 == T(0) && finite) || is_inf(y0) || is_inf(x0);  // atan2(+-0, x): +-0 or +-pi
     const bool regular = finite && !special;
     T o = T(0);
     if (warp_any(regular)) {
@@ -986,8 +986,12 @@ __device__ __forceinline__ T pow_group(T xl, T yl, int lane, const T* table) {
     const bool zero_tail = tail_zero<R, G>(xl, lane);
     const bool one_x = x0 == T(1) && zero_tail;
     const bool zero_y = y0 == T(0);
-    const T x_for_sign = (odd || !is_finite(y0)) ? x0 : magnitude(x0);
-    const T leading = (one_x || zero_y) ? T(1) : leading_pow(x_for_sign, y0);
+    // |x0|^y0 with the sign of x0 for an odd y (the parity of the whole expansion, not of y0); a
+    // non-finite y0 takes x0 as it is (pow(-1, inf) = 1, pow(x, NaN) = NaN)
+    const T base = (!odd && !is_finite(y0)) ? x0 : magnitude(x0);
+    const T power_of_base = leading_pow(base, y0);
+    const T signed_power = (odd && signbit_of(x0) && !is_nan(x0)) ? -power_of_base : power_of_base;
+    const T leading = (one_x || zero_y) ? T(1) : signed_power;
     const bool finite_x = !group_any<R, G>(!is_finite(xl));
     const bool finite = finite_y && finite_x;
     const bool nonfinite_lead = !is_finite(x0) || !is_finite(y0);
@@ -1004,6 +1008,8 @@ __device__ __forceinline__ T pow_group(T xl, T yl, int lane, const T* table) {
     T r = renormalize_group<T, W, R, G>(o, lane);
     r = nonfinite_epilogue<T, R, G>(r, leading, lane, operand_status<R, G>(xl), operand_status<R, G>(yl));
     if (special && finite) r = lane == 0 ? value : T(0);
+    const T r0 = shfl<G>(r, 0);  // a negative result below the range: -0
+    if (regular && x0 < T(0) && odd && r0 == T(0) && lane == 0) r = -magnitude(r);
     if ((one_x || zero_y) && !finite) r = lane == 0 ? T(1) : T(0);  // pow(1, NaN) = pow(NaN, 0) = 1
     return r;
 }

@@ -36,7 +36,7 @@ __device__ __forceinline__ T finish_operation(T s, int lane) {
 
 // The same for the Newton kernels, whose renormalization keeps a zero result as the kernel made it
 // (its sign: sqrt(-0) = -0, 0/-y = -0) where the renormalized leading term is zero too.  Twin:
-// expansions.dispatch._renormalize_newton.
+// expansions.dispatch._renormalize_keeping_zeros.
 template <class T, int R, int W, bool RENORMALIZE>
 __device__ __forceinline__ T finish_newton(T q, int lane) {
     if constexpr (RENORMALIZE) {

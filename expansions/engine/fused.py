@@ -841,7 +841,7 @@ def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
     ADD_SAFE, ADD_FAST, MUL: the kernel on x and y (y negated with ``negate_y``), renormalized with
     ``renormalize``.  RENORMALIZE: x in R terms.  RECIPROCAL, DIV, SQRT: the twins ``newton.reciprocal``,
     ``div`` and ``sqrt``, then with ``renormalize`` the Newton renormalizer of the dispatch
-    (``dispatch._renormalize_newton``: renormalize, keep the kernel's zero results).
+    (``dispatch._renormalize_keeping_zeros``: renormalize, keep the kernel's zero results).
 
     Newton: the operand a (the divisor y for DIV) is scaled to A; the iteration starts from z = RN(1/a_0)
     (RN(1/RN(sqrt(a_0))) for SQRT) and for each r of ``steps`` runs, in r terms, each product and sum
@@ -1050,7 +1050,7 @@ def renormalize(x, R):
 
 def newton_reciprocal(a, R, renormalize=False):
     """1/a in R terms; the bits of ``cpu.newton.reciprocal``, or with ``renormalize`` those of the
-    dispatch's Newton renormalizer applied to it (``dispatch._renormalize_newton``), in one pass."""
+    dispatch's Newton renormalizer applied to it (``dispatch._renormalize_keeping_zeros``), in one pass."""
     a = terms_array(a, "a")
     return run(RECIPROCAL, a, a, R, False, renormalize)
 

@@ -19,8 +19,8 @@ How a loop gets the twins' bits and still vectorizes: a block of rows runs two p
    :func:`expansions.cpu.kernels.renormalize_pair`'s first 2Sum returns ``(RN(h + lo), lo)`` with a
    zero ``lo`` as +0, its second leaves that pair as it is but for a -0 sum, which becomes +0, and
    its epilogue does nothing; ``x + 0`` is ``x`` but for -0, which becomes +0.  It counts the rows
-   where an operand word, the leading-term IEEE result or an output word is not finite, or where
-   ``RN(h + lo) != h`` (:func:`_flag`).
+   where an operand word, the leading-term IEEE result or an output word is not finite, where the
+   result is zero (its sign is the rule's), or where ``RN(h + lo) != h`` (:func:`_flag`).
 2. Only when that count is not zero: those rows again, by the twins' operations (the FMA and
    two-product emulations, :func:`_exact_row`), with the non-finite rule and the full
    ``renormalize_pair``.
@@ -113,8 +113,8 @@ def _double_word_rule(h, lo, x0, x1, y0, y1, leading, binary):
     y1)`` (``(x0, x1)`` alone when ``binary`` is False), twin: ``_double_word_finish`` in
     ``expansions/backends.py``: an operand with a non-finite word gives ``(w, 0)``, ``w`` the leading
     result or NaN where that operand's leading word is finite; else a non-finite result word gives
-    ``(±inf, 0)`` with the sign of ``leading < 0``; a NaN leading result gives (NaN, 0).  NaN is the
-    canonical quiet NaN."""
+    ``(±inf, 0)`` with the sign of ``leading < 0``; a NaN leading result gives (NaN, 0); a zero result
+    whose leading result is a zero takes that zero.  NaN is the canonical quiet NaN."""
     zero = _c(leading, 0.0)
     bad_x = not (np.isfinite(x0) and np.isfinite(x1))
     bad_y = binary and not (np.isfinite(y0) and np.isfinite(y1))
@@ -132,6 +132,8 @@ def _double_word_rule(h, lo, x0, x1, y0, y1, leading, binary):
         h, lo = w, zero
     if np.isnan(leading):
         h, lo = _c(leading, np.nan), zero
+    if h == 0 and lo == 0 and leading == 0:  # a zero result takes the leading result's zero (its sign)
+        h = leading
     return h, lo
 
 
@@ -139,7 +141,9 @@ def _double_word_rule(h, lo, x0, x1, y0, y1, leading, binary):
 def _renormalize_pair(hi, lo):
     """Twin: :func:`expansions.cpu.kernels.renormalize_pair` (``renormalize(x, 2)``, bit for bit): two
     2Sums, +0 for a zero tail, and the non-finite epilogue with the first 2Sum's sum as the leading
-    result."""
+    result; a zero pair is kept as it is."""
+    if hi == 0 and lo == 0:  # a zero pair is kept (its signed zero)
+        return hi, lo
     e_hi, e_lo = _two_sum(hi, lo)
     t_hi, t_lo = _two_sum(e_hi, e_lo)
     zero = _c(hi, 0.0)
@@ -167,6 +171,7 @@ def _flag(kind, renormalize, x0, x1, y0, y1, h, lo):
     if kind != 3:
         s += y0 + y1
     bad = (s - s) != 0
+    bad |= h == 0  # a zero result: its sign is the rule's (the exact pass)
     if renormalize:
         bad |= (h + lo) != h
     return bad
