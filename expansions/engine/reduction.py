@@ -149,9 +149,9 @@ def reduce(x, batch, n, R, n2=1, xs=None, y=None, ys=None, chunk=None):
         xs, n2 = (int(n), 0, 1), 1
     if y is not None and ys is None:
         raise ValueError("ys (the strides of y) must be given with y")
+    if int(n) == 0 or int(batch) == 0:  # nothing is addressed (as the twin: no addressing check)
+        return np.zeros((int(batch), check_terms(R)), dtype=terms_array(x, "x").dtype)
     x, batch, n, n2, R, y = _check(x, batch, n, n2, xs, R, y, ys)
-    if n == 0 or batch == 0:
-        return np.zeros((batch, R), dtype=x.dtype)
     out, _ = _levels(_elements(x, batch, n, n2, xs, R, y, ys), batch, n, R, n.bit_length())
     return out
 
