@@ -982,6 +982,8 @@ def _componentwise_extra(n: int, R: int, fmt: Format, deficit: int, scheme: str 
     need = n * (1 + rho) / allowed * _pow2(-(fmt.p - 1) * R - 4)  # the targets' 2**-extra must be below 1/need
     extra = max(0, math.ceil(math.log2(need.numerator) - math.log2(need.denominator)) - 1)
     while True:
+        if fmt.emin + (fmt.p - 1) * R + 4 + extra >= fmt.emax:  # the kept digits alone exceed the range
+            raise ValueError(f"no slice plan of {extra} extra bits fits {fmt.name}")
         sc = scheme or default_slice_scheme(n, R, fmt, extra)
         if not slice_scheme_fits(sc, n, R, fmt, extra):
             raise ValueError(f"no {sc} slice plan of {extra} extra bits fits {fmt.name}")
