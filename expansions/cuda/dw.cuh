@@ -368,8 +368,19 @@ __device__ __forceinline__ TwoTerms<T> renormalize_pair(TwoTerms<T> x) {
     return {w, T(0)};
 }
 
+// The operand (hi, lo) made a double word where it is not one: 2Sum(hi, lo) where RN(hi + lo) != hi
+// (a NaN sum counts as different), the words as they are elsewhere.  The algorithms' proofs assume
+// hi = RN(hi + lo); an ulp-nonoverlapping pair with ulp(hi)/2 < |lo| < ulp(hi) is not a double word.
+// Twin: double_word in expansions/dw/cpu.py.
+template <class T>
+__device__ __forceinline__ TwoTerms<T> double_word(T hi, T lo) {
+    if (add_rn(hi, lo) == hi) return {hi, lo};
+    return two_sum(hi, lo);
+}
+
 // x op y (x - y with NEGATE_Y: y's words negated as they are loaded), or the square root of x, by
-// the double-word algorithm F, with the library's non-finite rule, then (RENORMALIZE) the
+// the double-word algorithm F on the operands made double words (double_word), with the library's
+// non-finite rule on the operands as loaded, then (RENORMALIZE) the
 // renormalization: what the library's x + y, x - y, x * y, x / y, sqrt(x) are at R = 2 on the GPU,
 // reading the operands once and writing the result once.  (count, 2) rows; y unused for DW_SQRT.
 template <class T, class F, int KIND, bool NEGATE_Y, bool RENORMALIZE>
@@ -381,8 +392,9 @@ __global__ void dw_operation(const T* __restrict__ x, const T* __restrict__ y, T
         T y0 = T(0), y1 = T(0);
         TwoTerms<T> z;
         T leading;
+        const TwoTerms<T> xd = double_word(x0, x1);
         if constexpr (KIND == DW_SQRT) {
-            z = F::apply(x0, x1);
+            z = F::apply(xd.hi, xd.lo);
             leading = sqrt_rn(x0);
         } else {
             y0 = y[2 * i];
@@ -391,7 +403,8 @@ __global__ void dw_operation(const T* __restrict__ x, const T* __restrict__ y, T
                 y0 = negated(y0);
                 y1 = negated(y1);
             }
-            z = F::apply(x0, x1, y0, y1);
+            const TwoTerms<T> yd = double_word(y0, y1);
+            z = F::apply(xd.hi, xd.lo, yd.hi, yd.lo);
             leading = KIND == DW_ADD ? add_rn(x0, y0) : (KIND == DW_MUL ? mul_rn(x0, y0) : div_rn(x0, y0));
         }
         z = dw_nonfinite_rule(z, x0, x1, y0, y1, KIND != DW_SQRT, leading);

@@ -69,6 +69,20 @@ def _const(value, like):
     return xp.full(like.shape, value, dtype=like.dtype)
 
 
+def double_word(hi, lo):
+    """The operand ``(hi, lo)`` made a double word where it is not one: ``2Sum(hi, lo)`` where
+    ``RN(hi + lo) != hi`` (a NaN sum counts as different), the words as they are elsewhere (their bits,
+    signed zeros included).  The library's R = 2 operations apply it to each operand before the
+    algorithm, whose proof assumes ``hi = RN(hi + lo)``; an ulp-nonoverlapping pair with
+    ``ulp(hi)/2 < |lo| < ulp(hi)`` is not a double word.  2Sum is exact, so the value does not change.
+    Twin of ``double_word`` in ``expansions/cuda/dw.cuh``."""
+    xp = array_module(hi)
+    with np.errstate(all="ignore"):
+        s, e = two_sum(hi, lo)
+        keep = (hi + lo) == hi
+    return xp.where(keep, hi, s), xp.where(keep, lo, e)
+
+
 # ---------------------------------------------------------------------------------------------
 # Joldes, Muller, Popescu (ACM TOMS 2017), Algorithms 4 to 18
 

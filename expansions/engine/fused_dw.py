@@ -19,13 +19,14 @@ How a loop gets the twins' bits and still vectorizes: a block of rows runs two p
    :func:`expansions.cpu.kernels.renormalize_pair`'s first 2Sum returns ``(RN(h + lo), lo)`` with a
    zero ``lo`` as +0, its second leaves that pair as it is but for a -0 sum, which becomes +0, and
    its epilogue does nothing; ``x + 0`` is ``x`` but for -0, which becomes +0.  It counts the rows
-   where an operand word, the leading-term IEEE result or an output word is not finite, or where
+   where an operand is not a double word (``RN(x0 + x1) != x0``), an operand word, the leading-term
+   IEEE result or an output word is not finite, or where
    ``RN(h + lo) != h`` (:func:`_flag`).
-2. Only when that count is not zero: those rows again, by the twins' operations (the FMA and
-   two-product emulations, :func:`_exact_row`), with the non-finite rule and the full
-   ``renormalize_pair``.
+2. Only when that count is not zero: those rows again, by the twins' operations (each operand made
+   a double word, the FMA and two-product emulations, :func:`_exact_row`), with the non-finite rule
+   and the full ``renormalize_pair``.
 
-A row the fast pass leaves unflagged has finite operands, a finite leading result and a finite output:
+A row the fast pass leaves unflagged has double-word finite operands, a finite leading result and a finite output:
 there the rule and the renormalization's epilogue change nothing, and the fast algorithm computed
 the twin's bits, because the hardware FMA is correctly rounded and so equals the twins' emulations
 wherever those are exact; where they may not be (float64 products outside ``[2**-900, 2**1020]``, an
@@ -159,24 +160,42 @@ def _renormalize_pair(hi, lo):
 
 @njit(**_SCALAR)
 def _flag(kind, renormalize, x0, x1, y0, y1, h, lo):
-    """Whether the row needs the exact pass: some operand word, the leading-term IEEE result or an
-    output word ``(h, lo)`` is not finite (then their sum is inf or NaN, and ``s - s`` is NaN), or,
-    with ``renormalize``, ``RN(h + lo) != h`` (the fast pass's renormalization does not apply).  A
-    finite sum that overflows flags a row too, which the exact pass then computes again: the same bits."""
-    s = x0 + x1 + _leading(kind, x0, y0) + h + lo
+    """Whether the row needs the exact pass: an operand is not a double word (``RN(x0 + x1) != x0``:
+    the exact pass makes it one, :func:`_double_word`), some operand word, the leading-term IEEE
+    result or an output word ``(h, lo)`` is not finite (then their sum is inf or NaN, and ``s - s`` is
+    NaN), or, with ``renormalize``, ``RN(h + lo) != h`` (the fast pass's renormalization does not
+    apply).  A finite sum that overflows flags a row too, which the exact pass then computes again:
+    the same bits."""
+    sx = x0 + x1
+    s = sx + _leading(kind, x0, y0) + h + lo
+    bad = sx != x0
     if kind != 3:
-        s += y0 + y1
-    bad = (s - s) != 0
+        sy = y0 + y1
+        s += sy
+        bad |= sy != y0
+    bad |= (s - s) != 0
     if renormalize:
         bad |= (h + lo) != h
     return bad
 
 
 @njit(**_SCALAR)
+def _double_word(hi, lo):
+    """Twin: :func:`expansions.dw.cpu.double_word`: ``2Sum(hi, lo)`` where ``RN(hi + lo) != hi``, else
+    ``(hi, lo)`` as they are."""
+    if hi + lo == hi:
+        return hi, lo
+    return _two_sum(hi, lo)
+
+
+@njit(**_SCALAR)
 def _exact_row(op, kind, renormalize, x0, x1, y0, y1):
-    """One row as the twins compute it: algorithm ``op`` (of ``dw._OP``) by the FMA and two-product
-    emulations, the non-finite rule of operation ``kind``, then (``renormalize``) the renormalization."""
-    h, lo = _algorithm(op, x0, x1, y0, y1, False)
+    """One row as the twins compute it: the operands made double words (:func:`_double_word`),
+    algorithm ``op`` (of ``dw._OP``) on them by the FMA and two-product emulations, the non-finite rule
+    of operation ``kind`` on the operands as given, then (``renormalize``) the renormalization."""
+    a, b = _double_word(x0, x1)
+    c, d = _double_word(y0, y1)
+    h, lo = _algorithm(op, a, b, c, d, False)
     leading = _leading(kind, x0, y0)
     h, lo = _double_word_rule(h, lo, x0, x1, y0, y1, leading, kind != 3)
     if renormalize:
