@@ -109,10 +109,12 @@ __device__ __forceinline__ T newton_finish(T s, T leading, int lane, OperandStat
 }
 
 // x / y in R terms as x * (1/y), on this lane's terms of x (N terms) and y (M terms) in a group of W
-// lanes: the body of the kernel newton_div, also called by the elementary functions
+// lanes, the operands first made positional (positional_group, mul.cuh): the body of the kernel newton_div, also called by the elementary functions
 // (elementary.cuh).  Twin: expansions.cpu.newton.div.
 template <class T, int N, int M, int R, int W, int... STEPS>
 __device__ __forceinline__ T newton_div_group(T xl, T yl, int lane) {
+    xl = positional_group<T, N, W>(xl, lane);
+    yl = positional_group<T, M, W>(yl, lane);
     const T x0 = shfl<W>(xl, 0);
     const T y0 = shfl<W>(yl, 0);
     const int kx = -leading_exponent(x0);
@@ -126,10 +128,11 @@ __device__ __forceinline__ T newton_div_group(T xl, T yl, int lane) {
                                   operand_status<M, W>(yl));
 }
 
-// sqrt(a) in R terms as a * (1/sqrt(a)), on this lane's term of a (N terms): the body of the kernel
+// sqrt(a) in R terms as a * (1/sqrt(a)), on this lane's term of a (N terms, made positional): the body of the kernel
 // newton_sqrt, also called by the elementary functions.  Twin: expansions.cpu.newton.sqrt.
 template <class T, int N, int R, int W, int... STEPS>
 __device__ __forceinline__ T newton_sqrt_group(T al, int lane) {
+    al = positional_group<T, N, W>(al, lane);
     const T a0 = shfl<W>(al, 0);
     const int half = leading_exponent(a0) >> 1;
     const T s = scale(al, -2 * half);

@@ -161,6 +161,9 @@ class _Writer:
             return
         if alg == "newton":
             M = 1 if one_term_divisor else R
+            self.emit(f"const T {v}_xp = positional_group<T, {R}, {W}>({x}, lane);")  # newton_div_group's entry
+            self.emit(f"const T {v}_yp = positional_group<T, {M}, {W}>({y}, lane);")
+            x, y = f"{v}_xp", f"{v}_yp"
             self.emit(f"const T {v}_x0 = shfl<{W}>({x}, 0);")
             self.emit(f"const T {v}_y0 = shfl<{W}>({y}, 0);")
             self.emit(f"const int {v}_kx = -leading_exponent({v}_x0);")
@@ -203,6 +206,8 @@ class _Writer:
             self.double_word(v, dispatch.method("sqrt", n.params[0], R), "sqrt", x)
             self.emit(f"const T {v} = {v}_raw;")  # the double-word square root is not renormalized
             return
+        self.emit(f"const T {v}_ap = positional_group<T, {R}, {W}>({x}, lane);")  # the Newton operand's entry
+        x = f"{v}_ap"
         self.emit(f"const T {v}_a0 = shfl<{W}>({x}, 0);")
         if n.op == "reciprocal":
             self.emit(f"const int {v}_k = -leading_exponent({v}_a0);")
