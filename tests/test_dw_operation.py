@@ -132,6 +132,10 @@ def _operands(op, dtype, seed):
         return a
 
     x, y = dws(40), dws(40)
+    if op in ("div", "sqrt"):  # a fifth near the underflow threshold, where the operations run scaled
+        near = np.ldexp(1.0, int(f.minexp) + 20)
+        x[: n // 5] = (x[: n // 5] * near).astype(dtype)
+        y[: n // 10] = (y[: n // 10] * near).astype(dtype)
     if op == "sqrt":
         x[:, :] = np.where(x[:, :1] < 0, -x, x)
     sp = _special_pairs(dtype)

@@ -11,6 +11,9 @@
   operations first renormalize, per element, an operand whose finite terms break
   ``|x_i| <= 2**-(p-1) |x_{i-1}|`` (``positional``), on every backend with the same bits.
 
+* R = 2 division and square root of operands near the underflow threshold run scaled by powers of
+  two (their intermediates would underflow), with the same bits on every backend.
+
 Checked: the reported operands, exact errors (Fractions) against the stated bounds; random operands of
 those kinds (hypothesis); the twins and the engine give the same bits on them (the kernels in the warp
 emulator: tests/test_dw_operation.py and tests/test_cuda_emulated.py).
@@ -30,6 +33,7 @@ import expansions as ex
 from expansions import backends, bounds, dispatch
 from expansions.dw import R2_METHODS
 from expansions.dw import bounds as dw_bounds
+from expansions.dw.cpu import double_word
 from expansions.formats import FLOAT32, FLOAT64, format_of
 from expansions.generate import random_terms
 
@@ -189,9 +193,9 @@ def sqrt_within(z: Fraction, a: Fraction, rel: Fraction, absolute: Fraction) -> 
 
 def broken_operands(count: int, R: int, dtype: str, seed: int, kind: str) -> np.ndarray:
     """(count, R) ulp-nonoverlapping expansions (``bounds.ulp_nonoverlapping``) that break the positional
-    condition: ``zeros``: random expansions with a zero moved in before a nonzero term; ``subnormal``:
-    a leading term within a few binades above the underflow threshold followed by the smallest
-    subnormal repeated (up to R - 1 times) and zeros."""
+    condition (at R = 2: are not double words): ``zeros``: random expansions with a zero moved in
+    before a nonzero term; ``subnormal``: a leading term within a few binades above the underflow
+    threshold followed by the smallest subnormal repeated (2 to R - 1 times; once at R = 2) and zeros."""
     rng = np.random.default_rng(seed)
     fmt = format_of(dtype)
     if kind == "zeros":
@@ -204,12 +208,12 @@ def broken_operands(count: int, R: int, dtype: str, seed: int, kind: str) -> np.
         return t
     t = np.zeros((count, R), dtype=dtype)
     eta = np.ldexp(1.0, fmt.emin - fmt.p + 1)
-    for row in t:
-        e = int(rng.integers(0, 4))
+    for row in t:  # at R = 2 [x0, eta] with ulp(x0) = eta (not a double word); else eta repeated
+        e = int(rng.integers(0, 4)) if R > 2 else 0
         row[0] = np.ldexp(float(rng.integers(1 << (fmt.p - 1), 1 << fmt.p)), fmt.emin + e - fmt.p + 1)
         if rng.random() < 0.5:
             row[0] = -row[0]
-        k = int(rng.integers(1, R))
+        k = int(rng.integers(2, R)) if R > 2 else 1
         row[1:1 + k] = eta * (1 if rng.random() < 0.5 else -1)
     return t
 
@@ -227,19 +231,17 @@ def _partner(x: np.ndarray, R: int, dtype: str, seed: int, sign: int) -> np.ndar
        st.sampled_from(["zeros", "subnormal"]))
 def test_broken_operands_within_bounds(seed, R, dtype, kind):
     """mul, div, reciprocal, sqrt and dot on operands that ulp_nonoverlapping accepts but that break the
-    positional condition: exact errors within the stated bounds (the R = 2 operators: the double-word
-    bounds; their division and square root of operands near the underflow threshold are not covered
-    here)."""
+    positional condition (at R = 2: are not double words): exact errors within the stated bounds (the
+    R = 2 operators: the double-word bounds)."""
     fmt = format_of(dtype)
     count = 5
     x = broken_operands(count, R, dtype, seed, kind)
     assert all(bounds.ulp_nonoverlapping(list(r), fmt) for r in x)
-    assert any(not _positional(r, fmt) for r in x)
+    assert any(not _positional(r, fmt) or (R == 2 and r[0] + r[1] != r[0]) for r in x)
     y = _partner(x, R, dtype, seed, -1)
     d = _partner(x, R, dtype, seed + 100, 1)
     X, Y, D = ex.from_terms(x), ex.from_terms(y), ex.from_terms(d)
     xs, ys, ds = exact_rows(x), exact_rows(y), exact_rows(d)
-    near_underflow = kind == "subnormal" and R == 2
     u_newton = bounds.newton_underflow_term(R, fmt)
     # products
     z = exact_rows((X * Y).terms)
@@ -252,22 +254,20 @@ def test_broken_operands_within_bounds(seed, R, dtype, kind):
     for v, a, b, lim in zip(z, xs, ys, limits):
         assert abs(v - a * b) <= lim, ("mul", R, dtype, kind)
     # quotients, both ways
-    if not near_underflow:
-        for num, den, ns, dns in ((X, D, xs, ds), (D, X, ds, xs)):
-            rel = dw_bounds.bound("dw_div_dw2", fmt.p).value if R == 2 else bounds.div(R, fmt).value
-            extra = 0 if R == 2 else u_newton
-            for v, a, b in zip(exact_rows((num / den).terms), ns, dns):
-                if a != 0:
-                    assert abs(v - a / b) <= rel * abs(a / b) + extra, ("div", R, dtype, kind)
+    for num, den, ns, dns in ((X, D, xs, ds), (D, X, ds, xs)):
+        rel = dw_bounds.bound("dw_div_dw2", fmt.p).value if R == 2 else bounds.div(R, fmt).value
+        extra = 0 if R == 2 else u_newton
+        for v, a, b in zip(exact_rows((num / den).terms), ns, dns):
+            if a != 0:
+                assert abs(v - a / b) <= rel * abs(a / b) + extra, ("div", R, dtype, kind)
     # reciprocal (Newton at every R)
     for v, a in zip(exact_rows(ex.reciprocal(X).terms), xs):
         assert abs(v - 1 / a) <= bounds.reciprocal(R, fmt).value * abs(1 / a) + u_newton, ("reciprocal", R, dtype)
     # square root
-    if not near_underflow:
-        A = ex.from_terms(np.abs(x) if kind == "subnormal" else x * np.sign(x.sum(axis=1, keepdims=True)))
-        rel = dw_bounds.bound("dw_sqrt", fmt.p).value if R == 2 else bounds.sqrt(R, fmt).value
-        for v, a in zip(exact_rows(ex.sqrt(A).terms), exact_rows(A.terms)):
-            assert sqrt_within(v, a, rel, 0 if R == 2 else u_newton), ("sqrt", R, dtype, kind)
+    A = ex.from_terms(np.abs(x) if kind == "subnormal" else x * np.sign(x.sum(axis=1, keepdims=True)))
+    rel = dw_bounds.bound("dw_sqrt", fmt.p).value if R == 2 else bounds.sqrt(R, fmt).value
+    for v, a in zip(exact_rows(ex.sqrt(A).terms), exact_rows(A.terms)):
+        assert sqrt_within(v, a, rel, 0 if R == 2 else u_newton), ("sqrt", R, dtype, kind)
     # dot (the element-wise tree)
     got = exact_rows(ex.dot(X, Y, method="elementwise").terms.reshape(1, R))[0]
     scale_ = sum(abs(a * b) for a, b in zip(xs, ys))
@@ -311,3 +311,66 @@ def test_broken_operands_same_bits_twins_and_engine(R, dtype):
         ex.set_cpu_backend(None)
     got = ex.dot(X, Y, method="elementwise")
     assert (bits(got.terms) == bits(want.terms)).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# R = 2 division and square root near the underflow threshold (scaled by powers of two)
+
+
+def full_double_words(n: int, dtype: str, exponents, seed: int) -> np.ndarray:
+    """(n, 2) double words with full p-bit leading words whose exponents are uniform in ``exponents``
+    and a low word of p bits (fewer where it is subnormal)."""
+    rng = np.random.default_rng(seed)
+    p = format_of(dtype).p
+    e = rng.integers(exponents[0], exponents[1] + 1, n)
+    hi = np.ldexp(rng.integers(1 << (p - 1), 1 << p, n).astype(np.float64), e - (p - 1)) * rng.choice([-1.0, 1.0], n)
+    lo = np.ldexp(rng.integers(-(1 << (p - 1)), 1 << (p - 1), n).astype(np.float64), e - 2 * p)
+    h, lo_ = double_word(hi.astype(dtype), lo.astype(dtype))
+    return np.stack([h, lo_], axis=1)
+
+
+NEAR_UNDERFLOW = {"float64": (-1022, -962), "float32": (-126, -66)}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_r2_division_and_square_root_near_underflow_within_bounds(dtype):
+    """Full-precision operands with leading exponents in [emin, emin + 60]: quotients near 1 and square
+    roots within the double-word bounds (not float64 or float32 accuracy)."""
+    p = format_of(dtype).p
+    x = full_double_words(300, dtype, NEAR_UNDERFLOW[dtype], 1)
+    ratio = np.random.default_rng(2).uniform(0.6, 1.6, 300)
+    y = np.stack(double_word(*(x * ratio[:, None]).astype(dtype).T), axis=1)  # quotients near 1
+    for name in R2_METHODS["div"]:
+        b = dw_bounds.bound(name, p)
+        if b is None:
+            continue
+        q = ex.div(ex.from_terms(x), ex.from_terms(y), method=name).terms
+        want = [a / c for a, c in zip(exact_rows(x), exact_rows(y))]
+        assert max(relative_errors(q, want)) <= b.value, name
+    a = np.abs(x)
+    s = ex.sqrt(ex.from_terms(a)).terms
+    assert all(sqrt_within(v, w, dw_bounds.bound("dw_sqrt", p).value, 0) for v, w in zip(exact_rows(s), exact_rows(a)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_r2_near_underflow_same_bits_twins_and_engine(dtype):
+    pytest.importorskip("numba")
+    engine = backends.engine_backend()
+    lo, hi = NEAR_UNDERFLOW[dtype]
+    x = np.concatenate([full_double_words(500, dtype, (lo - 30, hi + 60), 5), non_double_words(100, dtype, 6)])
+    y = np.concatenate([full_double_words(500, dtype, (lo - 30, hi + 60), 7), non_double_words(100, dtype, 8)])
+    y[::5] = full_double_words(120, dtype, (-20, 20), 9)  # large quotients, underflowing ones
+    for op, args in (("div", (x, y)), ("div", (y, x)), ("sqrt", (np.abs(x),))):
+        for name in R2_METHODS[op]:
+            for renormalize in (True, False):
+                with np.errstate(all="ignore"):
+                    want = dispatch.run(op, name, backends.cpu, renormalize, *args, 2)
+                    got = dispatch.run(op, name, engine, renormalize, *args, 2)
+                assert (bits(got) == bits(want)).all(), (op, name, renormalize)
+
+
+def test_kernel_scaling_constant_is_the_library_s():
+    from expansions.cuda import dw_kernels
+    from expansions.formats import DW_SCALE_PRECISIONS
+
+    assert f"constexpr int DW_SCALE_PRECISIONS = {DW_SCALE_PRECISIONS};" in dw_kernels.source()

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 
 import numpy as np
 from numba import literally, njit, prange, types
@@ -50,9 +51,11 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from ..dw import ALGORITHMS
+from ..formats import FLOAT32, FLOAT64, dw_scale_limit
 from . import dw as _dw
 from .dw import _KERNEL, _OP, _SCALAR, _c, _two_sum
 from .kernels import readonly
+from .newton import leading_exponent
 
 #: the double-word x double-word algorithms of the library's binary operations, and their operation
 BINARY = {name: a.operation for name, a in ALGORITHMS.items() if a.operands == ("dw", "dw")}
@@ -161,7 +164,9 @@ def _renormalize_pair(hi, lo):
 @njit(**_SCALAR)
 def _flag(kind, renormalize, x0, x1, y0, y1, h, lo):
     """Whether the row needs the exact pass: an operand is not a double word (``RN(x0 + x1) != x0``:
-    the exact pass makes it one, :func:`_double_word`), some operand word, the leading-term IEEE
+    the exact pass makes it one, :func:`_double_word`), a division or square root has its leading
+    word near the underflow threshold (the exact pass scales it: :func:`_underflow_exponents`), some
+    operand word, the leading-term IEEE
     result or an output word ``(h, lo)`` is not finite (then their sum is inf or NaN, and ``s - s`` is
     NaN), or, with ``renormalize``, ``RN(h + lo) != h`` (the fast pass's renormalization does not
     apply).  A finite sum that overflows flags a row too, which the exact pass then computes again:
@@ -176,7 +181,47 @@ def _flag(kind, renormalize, x0, x1, y0, y1, h, lo):
     bad |= (s - s) != 0
     if renormalize:
         bad |= (h + lo) != h
+    if kind >= 2:  # a division or square root that runs scaled (_underflow_exponents)
+        bad |= (abs(x0) < _scaling(x0)[0]) & (x0 != 0)
     return bad
+
+
+def _scaling(like):
+    """(dw_scale_limit, smallest and largest exponent of ``newton.scale``) of the type of ``like``
+    (compiled code only)."""
+    raise NotImplementedError
+
+
+@overload(_scaling)
+def _scaling_impl(like):
+    fmt = FLOAT32 if like.bitwidth == 32 else FLOAT64
+    limit, kmin, kmax = dw_scale_limit(fmt), 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax
+    return lambda like: (_c(like, limit), kmin, kmax)
+
+
+@njit(**_SCALAR)
+def _scale(v, k):
+    """Twin: ``expansions.cpu.newton.scale`` on one term: v times 2**(k >> 1), then 2**(k - (k >> 1)),
+    k clamped to the range beyond which the result is 0 or overflows anyway."""
+    _, kmin, kmax = _scaling(v)
+    k = min(max(k, kmin), kmax)
+    k1 = k >> 1
+    return (v * _c(v, math.ldexp(1.0, k1))) * _c(v, math.ldexp(1.0, k - k1))
+
+
+@njit(**_SCALAR)
+def _underflow_exponents(kind, xh, yh):
+    """Twin: :func:`expansions.dw.cpu.underflow_exponents` on one row (``kind`` 2 division, 3 square
+    root): ``(kx, ky, back)``."""
+    limit = _scaling(xh)[0]
+    if not (abs(xh) < limit and xh != 0):
+        return 0, 0, 0
+    if kind == 3:
+        kx = -2 * (leading_exponent(xh) >> 1)
+        return kx, 0, -(kx // 2)
+    kx = -leading_exponent(xh)
+    ky = -leading_exponent(yh)
+    return kx, ky, ky - kx
 
 
 @njit(**_SCALAR)
@@ -190,12 +235,19 @@ def _double_word(hi, lo):
 
 @njit(**_SCALAR)
 def _exact_row(op, kind, renormalize, x0, x1, y0, y1):
-    """One row as the twins compute it: the operands made double words (:func:`_double_word`),
-    algorithm ``op`` (of ``dw._OP``) on them by the FMA and two-product emulations, the non-finite rule
+    """One row as the twins compute it: the operands made double words (:func:`_double_word`), for a
+    division or square root scaled (:func:`_underflow_exponents`, the result scaled back), algorithm
+    ``op`` (of ``dw._OP``) on them by the FMA and two-product emulations, the non-finite rule
     of operation ``kind`` on the operands as given, then (``renormalize``) the renormalization."""
     a, b = _double_word(x0, x1)
     c, d = _double_word(y0, y1)
-    h, lo = _algorithm(op, a, b, c, d, False)
+    if kind >= 2:  # division, square root: scaled near the underflow threshold
+        kx, ky, back = _underflow_exponents(kind, a, c)
+        a, b, c, d = _scale(a, kx), _scale(b, kx), _scale(c, ky), _scale(d, ky)
+        h, lo = _algorithm(op, a, b, c, d, False)
+        h, lo = _scale(h, back), _scale(lo, back)
+    else:
+        h, lo = _algorithm(op, a, b, c, d, False)
     leading = _leading(kind, x0, y0)
     h, lo = _double_word_rule(h, lo, x0, x1, y0, y1, leading, kind != 3)
     if renormalize:

@@ -33,7 +33,7 @@ from ..backends import xp_of
 from ..bounds import newton_steps
 from ..cuda import build
 from ..cuda import elementary as elementary_table
-from ..cuda.dw_kernels import functor
+from ..cuda.dw_kernels import KINDS, functor
 from ..formats import format_of, group_width
 from ..promote import operand_terms
 from .cpu import Plan
@@ -123,22 +123,22 @@ class _Writer:
 
     def double_word(self, v, alg, kind, x, y=None):
         """A double-word algorithm of ``dw.cuh`` (R = 2) on the group's two terms made double words
-        (``double_word``), then the non-finite rule of the double-word backends
+        and, for a division or square root near the underflow threshold, scaled (``dw_apply``), then
+        the non-finite rule of the double-word backends
         (``backends._double_word_finish``) on the terms as given: the group's epilogue with the IEEE
         result of the leading terms, and (NaN, 0) where that result is NaN."""
         W = self.W
         self.emit(f"const T {v}_xh = shfl<{W}>({x}, 0);")
         self.emit(f"const T {v}_xl = shfl<{W}>({x}, 1);")
-        self.emit(f"const TwoTerms<T> {v}_xd = double_word({v}_xh, {v}_xl);")
+        apply = f"dw_apply<T, {functor(alg)}, {KINDS[kind]}>"
         if y is None:
-            self.emit(f"const TwoTerms<T> {v}_z = {functor(alg)}::apply({v}_xd.hi, {v}_xd.lo);")
+            self.emit(f"const TwoTerms<T> {v}_z = {apply}({v}_xh, {v}_xl, T(0), T(0));")
             self.emit(f"const T {v}_lead = sqrt_rn({v}_xh);")
             status = f"operand_status<2, {W}>({x})"
         else:
             self.emit(f"const T {v}_yh = shfl<{W}>({y}, 0);")
             self.emit(f"const T {v}_yl = shfl<{W}>({y}, 1);")
-            self.emit(f"const TwoTerms<T> {v}_yd = double_word({v}_yh, {v}_yl);")
-            self.emit(f"const TwoTerms<T> {v}_z = {functor(alg)}::apply({v}_xd.hi, {v}_xd.lo, {v}_yd.hi, {v}_yd.lo);")
+            self.emit(f"const TwoTerms<T> {v}_z = {apply}({v}_xh, {v}_xl, {v}_yh, {v}_yl);")
             self.emit(f"const T {v}_lead = {kind}_rn({v}_xh, {v}_yh);")
             status = f"operand_status<2, {W}>({x}), operand_status<2, {W}>({y})"
         self.emit(f"const T {v}_zl = lane == 0 ? {v}_z.hi : (lane == 1 ? {v}_z.lo : T(0));")
