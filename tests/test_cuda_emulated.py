@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 RS = (2, 3, 4, 5, 8, 13, 16, 31, 32)
 MIXED = ((2, 4, 4), (4, 2, 8), (8, 8, 4), (1, 3, 2), (16, 8, 32), (3, 1, 2), (5, 7, 3), (32, 1, 4))
 KINDS = ("random", "ulp_zero_same", "cancel", "sterbenz", "arbitrary", "nonfinite", "overflow", "zeros",
-         "shuffled")
+         "shuffled", "subnormal_terms")
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
 
@@ -191,6 +191,12 @@ def inputs(inst, count, rng, kind):
         big = ((500, 520) if is_mul else (1000, 1023)) if dt == np.float64 else ((60, 70) if is_mul else (120, 127))
         x = random_terms(count, n, seed=seed, exponent_range=big, dtype=dt)
         y = random_terms(count, m, seed=seed + 1, exponent_range=big, dtype=dt)
+    elif kind == "subnormal_terms":  # ulp-nonoverlapping, the smallest subnormal repeated: not positional
+        fmt = format_of(dt)
+        x = random_terms(count, n, seed=seed, exponent_range=(fmt.emin, fmt.emin + 2), dtype=dt)
+        eta = np.ldexp(1.0, fmt.emin - fmt.p + 1)
+        x[:, 1:] = np.where(rng.random((count, n - 1)) < 0.7, eta, 0.0) * np.sign(x[:, :1])
+        y = random_terms(count, m, seed=seed + 1, exponent_range=(-fmt.emin - 12, -fmt.emin - 4), dtype=dt)
     elif kind == "underflow":  # x near the underflow threshold: a quotient's lower terms fall below it
         fmt = format_of(dt)
         x = random_terms(count, n, seed=seed, exponent_range=(fmt.emin + 1, fmt.emin + fmt.p), dtype=dt)
