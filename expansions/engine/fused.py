@@ -792,15 +792,14 @@ def positional_block(ws, X, n, dst, SRT, ERR, NEW):
     x = ld(ws, X)
     top = _top(x)
     prev = _magnitude(x)
-    finite = is_finite(x)
-    chain = finite | ~finite
+    chain = mask_of(x, True)
     for t in range(1, n):
-        v = ld(ws, X + t)
-        a = _magnitude(v)
+        a = _magnitude(ld(ws, X + t))
         chain = chain & (top * a <= prev)
-        finite = finite & is_finite(v)
         prev = a
-    fix = finite & ~chain
+    if not any_lane(~chain):  # the common case: no lane to test further
+        return X
+    fix = ~chain & ~nonfinite_rows(ws, X, n)
     if not any_lane(fix):
         return X
     renormalize_block(ws, X, n, n, dst, SRT, ERR, NEW, fix & ~fix)
