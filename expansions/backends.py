@@ -90,16 +90,30 @@ def _twin_double_word(name: str, *operands):
     return np.stack([hi, lo], axis=1)
 
 
+def _double_word_operand(terms):
+    """(count, 2) terms made double words where they are not (:func:`expansions.dw.cpu.double_word`):
+    what the algorithms' proofs assume of their operands."""
+    hi, lo = _dw_twins.double_word(terms[:, 0], terms[:, 1])
+    return xp_of(terms).stack([hi, lo], axis=1)
+
+
 def _double_word_binary(run):
     """The binary double-word operation of a backend whose raw algorithm runner is ``run``."""
 
     def dw_binary(name: str, kind: str, xt, yt, R: int = 2, negate_y: bool = False):
-        """Algorithm ``name`` ('add', 'mul' or 'div' ``kind``) on (count, 2) terms, x - y with
-        ``negate_y``, then the library's non-finite rule (the leading-term IEEE result decides)."""
+        """Algorithm ``name`` ('add', 'mul' or 'div' ``kind``) on (count, 2) terms made double words
+        (:func:`_double_word_operand`), x - y with ``negate_y``, a division on operands scaled to order
+        1 where they lie near the underflow threshold (:func:`expansions.dw.cpu.underflow_exponents`,
+        the quotient scaled back), then the library's non-finite rule on the operands as given (the
+        leading-term IEEE result decides)."""
         operands = (xt, -yt if negate_y else yt)
         x0, y0 = operands[0][:, 0], operands[1][:, 0]
         leading = {"add": x0 + y0, "mul": x0 * y0, "div": x0 / y0}[kind]
-        return _double_word_finish(run(name, *operands), operands, leading)
+        xd, yd = map(_double_word_operand, operands)
+        if kind != "div":
+            return _double_word_finish(run(name, xd, yd), operands, leading)
+        xs, ys, back = _dw_twins.scaled_operands(kind, xd, yd)
+        return _double_word_finish(_twin_newton.scale(run(name, xs, ys), back), operands, leading)
 
     return dw_binary
 
@@ -108,8 +122,11 @@ def _double_word_unary(run):
     """The double-word square root of a backend whose raw algorithm runner is ``run``."""
 
     def dw_unary(name: str, xt, R: int = 2):
-        """Algorithm ``name`` on (count, 2) terms, then the non-finite rule (sqrt(negative) = NaN)."""
-        return _double_word_finish(run(name, xt), (xt,), xp_of(xt).sqrt(xt[:, 0]))
+        """Algorithm ``name`` on (count, 2) terms made double words (scaled by an even power of two
+        near the underflow threshold, the root scaled back), then the non-finite rule
+        (sqrt(negative) = NaN)."""
+        xs, _, back = _dw_twins.scaled_operands("sqrt", _double_word_operand(xt))
+        return _double_word_finish(_twin_newton.scale(run(name, xs), back), (xt,), xp_of(xt).sqrt(xt[:, 0]))
 
     return dw_unary
 

@@ -307,7 +307,13 @@ def sqrt(R: int, fmt, m: int | None = None) -> Bound:
 
 
 def ulp_nonoverlapping(values, fmt: Format) -> bool:
-    """Definition II.2: the nonzero terms v satisfy ``|v_i| <= ulp(v_{i-1})`` (zeros are skipped)."""
+    """Definition II.2: the nonzero terms v satisfy ``|v_i| <= ulp(v_{i-1})`` (zeros are skipped).
+
+    What the library calls a valid expansion.  The bounds of the multiplication, the dot product and
+    the Newton operations are proven for operands with ``|v_i| <= 2**(-(p-1) i) |v_0|`` (by position),
+    the double-word bounds (R = 2) for ``v_0 = RN(v_0 + v_1)``; the operations renormalize the valid
+    operands that break those conditions first (``expansions.cpu.kernels.positional``,
+    ``expansions.dw.cpu.double_word``), so the bounds hold for every valid operand."""
     prev = None
     for v in values:
         q = exact(v)

@@ -138,7 +138,10 @@ def random(shape, terms: int = 2, dtype="float64", seed=None, device: str = "cpu
            exponent_range=(-8, 8), max_gap: int = 4, **options) -> ExpansionArray:
     """Random ulp-nonoverlapping expansions (see :func:`expansions.generate.random_terms`): leading
     exponents uniform in ``exponent_range``, each next term ``p + g`` binades lower with ``g``
-    uniform in ``0..max_gap``; options ``p_ulp``, ``p_zero``, ``same_sign``, ``min_exponent``."""
+    uniform in ``0..max_gap``; options ``p_ulp``, ``p_zero``, ``same_sign``, ``min_exponent``.  Not
+    all are double words at R = 2 (``g = 0`` gives ``ulp/2 <= |x_1| < ulp(x_0)``), and ``p_zero`` puts
+    zeros before nonzero terms: the operations renormalize such operands where their proofs need it
+    (docs/guide/operations.md, "Operands the proofs take")."""
     R = F.check_terms(terms)
     dt = F.canonical_dtype(dtype)
     check_device(device)

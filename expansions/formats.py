@@ -78,6 +78,17 @@ def format_of(dtype) -> Format:
 MIN_TERMS = 2
 MAX_TERMS = 32
 
+#: R = 2 division and square root: where the leading word of the dividend (the radicand) lies below
+#: ``2**(emin + DW_SCALE_PRECISIONS * p)``, the double-word algorithm runs on the operands scaled by
+#: powers of two to order 1 (its intermediates, down to about ``|x| u**2``, would fall below the
+#: underflow threshold) and its result is scaled back: :func:`dw_scale_limit`.
+DW_SCALE_PRECISIONS = 3
+
+
+def dw_scale_limit(fmt: Format) -> float:
+    """``2**(emin + DW_SCALE_PRECISIONS * p)`` of ``fmt`` (a power of two the format holds)."""
+    return 2.0 ** (fmt.emin + DW_SCALE_PRECISIONS * fmt.p)
+
 
 def check_terms(R) -> int:
     """Validate a number of terms R (an int in 2..32) and return it."""

@@ -120,7 +120,8 @@ def _run_emulated(fn, x, y, out):
 
 
 def _operands(op, dtype, seed):
-    """Random normalized double-words (both signs, exponents over a wide range, some zeros) followed by
+    """Random double-words (both signs, exponents over a wide range, some zeros, a fifth of pairs that are
+    ulp-nonoverlapping but not double words) followed by
     the special pairs against fixed partners: NaN, infinities, overflow, 0/0, sqrt of negatives."""
     rng = np.random.default_rng(seed)
     n = 300
@@ -130,10 +131,17 @@ def _operands(op, dtype, seed):
         hi = (rng.standard_normal(n) * np.exp2(rng.integers(-spread, spread, n))).astype(dtype)
         lo = (hi.astype(np.float64) * rng.uniform(-0.5, 0.5, n) * float(f.eps)).astype(dtype)
         a = np.stack([hi + lo, (hi - (hi + lo)) + lo], axis=1).astype(dtype)
+        # a fifth not double words (ulp(hi)/2 < |lo| < ulp(hi)): the operations make them double words
+        other = rng.random(n) < 0.2
+        a[other, 1] = (np.spacing(np.abs(a[other, 0])) * rng.uniform(0.5, 1, int(other.sum()))).astype(dtype)
         a[rng.random(n) < 0.05] = 0
         return a
 
     x, y = dws(40), dws(40)
+    if op in ("div", "sqrt"):  # a fifth near the underflow threshold, where the operations run scaled
+        near = np.ldexp(1.0, int(f.minexp) + 20)
+        x[: n // 5] = (x[: n // 5] * near).astype(dtype)
+        y[: n // 10] = (y[: n // 10] * near).astype(dtype)
     if op == "sqrt":
         x[:, :] = np.where(x[:, :1] < 0, -x, x)
     sp = _special_pairs(dtype)

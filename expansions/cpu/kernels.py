@@ -10,6 +10,8 @@ scalar reference of :mod:`expansions.reference.algorithms`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..formats import group_width
 from ..reference.algorithms import insertion_order
 from .eft import two_prod, two_sum
@@ -111,9 +113,31 @@ def _propagate(s, e, R, lane):
     return s, e
 
 
+def positional(x):
+    """Twin of ``positional_group<T, N, W>`` (``expansions/cuda/mul.cuh``) and of
+    :func:`expansions.reference.algorithms.positional`: the (count, n) operand with each row whose terms
+    are all finite but break ``RN(2**(p-1) |x_i|) <= |x_{i-1}|`` (the positional condition the proofs
+    of the multiplication, the dot product and the Newton operations use) renormalized to n terms."""
+    xp = array_module(x)
+    n = x.shape[1]
+    if n < 2:
+        return x
+    top = x.dtype.type(2.0 ** (np.finfo(x.dtype).nmant))  # 2**(p-1)
+    with np.errstate(all="ignore"):
+        a = xp.abs(x)
+        chain = (top * a[:, 1:] <= a[:, :-1]).all(axis=1)
+    fix = ~chain & xp.isfinite(x).all(axis=1)
+    if not fix.any():
+        return x
+    out = x.copy()
+    out[fix] = renormalize(x[fix], n)
+    return out
+
+
 def mul_truncated(x, y, R):
     """Twin of ``mul_truncated_group<T, N, M, R, W>`` (``expansions/cuda/mul.cuh``; entry point
-    ``mul_truncated`` in ``kernels.cu``); Algorithm 2."""
+    ``mul_truncated`` in ``kernels.cu``); Algorithm 2, on the operands made :func:`positional`."""
+    x, y = positional(x), positional(y)
     xp, n, m, X, Y, lane, zero = _group_operands(x, y, R)
     s = xp.zeros_like(X)
     pi = xp.zeros_like(X)

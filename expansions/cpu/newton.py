@@ -17,15 +17,17 @@ in :mod:`expansions.bounds` (``reciprocal``, ``div``, ``sqrt``, ``newton_steps``
    inputs); ``x/y = x * (1/y)`` and ``sqrt(a) = a * (1/sqrt(a))``;
 3. the result is scaled back, and :func:`finish` applies the library's non-finite rule.
 
-Inputs are taken to be ulp-nonoverlapping (what every operation of the library returns); the
-leading term decides the special cases.
+The operands are first made positional (:func:`expansions.cpu.kernels.positional`: renormalized
+where a finite operand breaks ``|x_i| <= 2**-(p-1) |x_{i-1}|``, which the bounds assume and which an
+ulp-nonoverlapping expansion with a zero or repeated subnormal terms may break); the leading term
+decides the special cases.
 """
 
 from __future__ import annotations
 
 from .. import bounds
 from ..formats import format_of
-from .kernels import add_safe, mul_truncated, nonfinite_epilogue, renormalize
+from .kernels import add_safe, mul_truncated, nonfinite_epilogue, positional, renormalize
 from .lanes import array_module
 
 
@@ -90,6 +92,7 @@ def finish(out, operands, leading):
 def reciprocal(a, R):
     """Twin of ``reciprocal<T, M, R, STEPS...>`` (newton.cuh): 1/a in R terms."""
     xp = array_module(a)
+    a = positional(a)
     k = -leading_exponent(a[:, 0])
     x = _newton_reciprocal(scale(a, k), R)
     out = scale(x, k)
@@ -98,6 +101,7 @@ def reciprocal(a, R):
 
 def div(x, y, R):
     """Twin of ``div<T, N, M, R, STEPS...>`` (newton.cuh): x/y in R terms, as x * (1/y)."""
+    x, y = positional(x), positional(y)
     kx = -leading_exponent(x[:, 0])
     ky = -leading_exponent(y[:, 0])
     z = _newton_reciprocal(scale(y, ky), R)
@@ -109,6 +113,7 @@ def div(x, y, R):
 def sqrt(a, R):
     """Twin of ``sqrt<T, M, R, STEPS...>`` (newton.cuh): sqrt(a) in R terms, as a * (1/sqrt(a))."""
     xp = array_module(a)
+    a = positional(a)
     m = a.shape[1]
     half = leading_exponent(a[:, 0]) >> 1
     s = scale(a, -2 * half)

@@ -373,8 +373,59 @@ __device__ __forceinline__ TwoTerms<T> renormalize_pair(TwoTerms<T> x) {
     return {w, T(0)};
 }
 
+// The operand (hi, lo) made a double word where it is not one: 2Sum(hi, lo) where RN(hi + lo) != hi
+// (a NaN sum counts as different), the words as they are elsewhere.  The algorithms' proofs assume
+// hi = RN(hi + lo); an ulp-nonoverlapping pair with ulp(hi)/2 < |lo| < ulp(hi) is not a double word.
+// Twin: double_word in expansions/dw/cpu.py.
+template <class T>
+__device__ __forceinline__ TwoTerms<T> double_word(T hi, T lo) {
+    if (add_rn(hi, lo) == hi) return {hi, lo};
+    return two_sum(hi, lo);
+}
+
+// Division and square root near the underflow threshold: where the leading word of x is finite,
+// nonzero and below 2^(emin + DW_SCALE_PRECISIONS p), the algorithm's intermediates (down to about
+// |x| u^2) would underflow, so it runs on operands scaled by powers of two to order 1 (x and y by
+// -ilogb of their leading words; for the square root x by an even power) and its result is scaled
+// back (scale: two exact products by powers of two unless the result itself underflows).
+constexpr int DW_SCALE_PRECISIONS = 3;  // expansions.formats.DW_SCALE_PRECISIONS
+
+// The operation of algorithm F (KIND) on operands as loaded (y negated for a subtraction): the
+// operands made double words (double_word), scaled for a division or square root near the underflow
+// threshold, the algorithm, the result scaled back.  Twins: dw_binary and dw_unary of
+// expansions/backends.py (double_word, underflow_exponents, scaled_operands in expansions/dw/cpu.py).
+template <class T, class F, int KIND>
+__device__ __forceinline__ TwoTerms<T> dw_apply(T x0, T x1, T y0, T y1) {
+    const TwoTerms<T> xd = double_word(x0, x1);
+    const TwoTerms<T> yd = KIND == DW_SQRT ? TwoTerms<T>{y0, y1} : double_word(y0, y1);
+    if constexpr (KIND == DW_ADD || KIND == DW_MUL) {
+        return F::apply(xd.hi, xd.lo, yd.hi, yd.lo);
+    } else {
+        const T limit = pow2<T>(Exponents<T>::EMIN + DW_SCALE_PRECISIONS * FloatBits<T>::P);
+        const bool need = xd.hi < limit && xd.hi > -limit && xd.hi != T(0);  // |xh| < limit, not NaN
+        int kx = 0, ky = 0, back = 0;
+        if (need && KIND == DW_SQRT) {
+            kx = -2 * (leading_exponent(xd.hi) >> 1);
+            back = -(kx / 2);
+        } else if (need) {
+            kx = -leading_exponent(xd.hi);
+            ky = -leading_exponent(yd.hi);
+            back = ky - kx;
+        }
+        TwoTerms<T> z;
+        if constexpr (KIND == DW_SQRT) {
+            z = F::apply(scale(xd.hi, kx), scale(xd.lo, kx));
+        } else {
+            z = F::apply(scale(xd.hi, kx), scale(xd.lo, kx), scale(yd.hi, ky), scale(yd.lo, ky));
+        }
+        return {scale(z.hi, back), scale(z.lo, back)};
+    }
+}
+
 // x op y (x - y with NEGATE_Y: y's words negated as they are loaded), or the square root of x, by
-// the double-word algorithm F, with the library's non-finite rule, then (RENORMALIZE) the
+// the double-word algorithm F on the operands made double words and, near the underflow threshold,
+// scaled (dw_apply), with the library's non-finite rule on the operands as loaded, then
+// (RENORMALIZE) the
 // renormalization: what the library's x + y, x - y, x * y, x / y, sqrt(x) are at R = 2 on the GPU,
 // reading the operands once and writing the result once.  (count, 2) rows; y unused for DW_SQRT.
 template <class T, class F, int KIND, bool NEGATE_Y, bool RENORMALIZE>
@@ -387,7 +438,7 @@ __global__ void dw_operation(const T* __restrict__ x, const T* __restrict__ y, T
         TwoTerms<T> z;
         T leading;
         if constexpr (KIND == DW_SQRT) {
-            z = F::apply(x0, x1);
+            z = dw_apply<T, F, KIND>(x0, x1, T(0), T(0));
             leading = sqrt_rn(x0);
         } else {
             y0 = y[2 * i];
@@ -396,7 +447,7 @@ __global__ void dw_operation(const T* __restrict__ x, const T* __restrict__ y, T
                 y0 = negated(y0);
                 y1 = negated(y1);
             }
-            z = F::apply(x0, x1, y0, y1);
+            z = dw_apply<T, F, KIND>(x0, x1, y0, y1);
             leading = KIND == DW_ADD ? add_rn(x0, y0) : (KIND == DW_MUL ? mul_rn(x0, y0) : div_rn(x0, y0));
         }
         z = dw_nonfinite_rule(z, x0, x1, y0, y1, KIND != DW_SQRT, leading);

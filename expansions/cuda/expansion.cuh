@@ -172,4 +172,45 @@ __device__ __forceinline__ T nonfinite_epilogue(T s, T leading, int lane, Operan
     return lane == 0 ? w : T(0);
 }
 
+// Exponent bias and smallest normal exponent of a term type, from its bit layout.
+template <class T>
+struct Exponents {
+    static constexpr int BIAS = FloatBits<T>::EXP_BITS_MASK >> 1;
+    static constexpr int EMIN = 1 - BIAS;
+    static constexpr int SUBNORMAL = EMIN - FloatBits<T>::P + 1;  // exponent of the smallest subnormal
+};
+
+__device__ __forceinline__ int ilogb_of(double v) { return ilogb(v); }
+__device__ __forceinline__ int ilogb_of(float v) { return ilogbf(v); }
+
+// ilogb(a0) for a finite nonzero a0, else 0.  Twin: leading_exponent.
+template <class T>
+__device__ __forceinline__ int leading_exponent(T a0) {
+    return (is_finite(a0) && a0 != T(0)) ? ilogb_of(a0) : 0;
+}
+
+// 2^k exactly, for k from the exponent of the smallest subnormal to emax (from the bits).
+// Twin: ldexp(1, k).
+template <class T>
+__device__ __forceinline__ T pow2(int k) {
+    using B = FloatBits<T>;
+    using U = typename B::U;
+    using E = Exponents<T>;
+    const U bits = k >= E::EMIN ? static_cast<U>(k + E::BIAS) << B::EXP_SHIFT
+                                : static_cast<U>(1) << (k - E::SUBNORMAL);
+    return B::from_bits(bits);
+}
+
+// v * 2^k as two products by powers of two, 2^(k >> 1) then 2^(k - (k >> 1)), k clamped to
+// [2 SUBNORMAL, 2 emax] (beyond it the result is 0 or overflows anyway): exact when scaling up (or
+// overflow), at most eta of rounding when scaling down.  Twin: scale.
+template <class T>
+__device__ __forceinline__ T scale(T v, int k) {
+    constexpr int LO = 2 * Exponents<T>::SUBNORMAL;
+    constexpr int HI = 2 * Exponents<T>::BIAS;  // emax = bias
+    k = k < LO ? LO : (k > HI ? HI : k);
+    const int k1 = k >> 1;
+    return mul_rn(mul_rn(v, pow2<T>(k1)), pow2<T>(k - k1));
+}
+
 }  // namespace expansions

@@ -118,7 +118,7 @@ template <class T, int N, int R, bool RENORMALIZE, int... STEPS>
 __global__ void newton_reciprocal(const T* __restrict__ a, T* __restrict__ out, long long count) {
     constexpr int W = group_width(N > R ? N : R);
     for_each_group<W>(count, [&](long long index, bool valid, int lane) {
-        const T al = load_term<N>(a, index, valid, lane);
+        const T al = positional_group<T, N, W>(load_term<N>(a, index, valid, lane), lane);
         const T a0 = shfl<W>(al, 0);
         const int k = -leading_exponent(a0);
         const T as = scale(al, k);

@@ -5,8 +5,33 @@
 #pragma once
 
 #include "expansion.cuh"
+#include "renorm.cuh"
 
 namespace expansions {
+
+// The operand as the proofs of the multiplication, the dot product and the Newton operations take it:
+// |x_l| <= 2^-(p-1) |x_{l-1}| on every lane l < N, tested as RN(2^(p-1) |x_l|) <= |x_{l-1}| (exact
+// but where it overflows, and fails then anyway).  An ulp-nonoverlapping expansion may break it (a
+// zero followed by a nonzero term, repeated subnormal terms); a group whose N terms are finite and
+// break it is renormalized to N terms (renormalize_group, error-free), the others are kept as they
+// are.  The test is a shuffle, a product and two votes; the renormalization runs only when some group
+// of the warp needs it.  Twin: positional in expansions/cpu/kernels.py.
+template <class T, int N, int W>
+__device__ __forceinline__ T positional_group(T x, int lane) {
+    if constexpr (N < 2) {
+        return x;
+    } else {
+        const T above = shfl_up<W>(x, 1);  // lane l gets x_{l-1}
+        const T top = T(1ull << (FloatBits<T>::P - 1));
+        const bool broken = lane >= 1 && !(mul_rn(top, magnitude(x)) <= magnitude(above));
+        const bool any_broken = group_any<N, W>(broken);  // both votes on every lane (no && between them)
+        const bool any_nonfinite = group_any<N, W>(!is_finite(x));
+        const bool fix = any_broken && !any_nonfinite;
+        if (!warp_any(fix)) return x;
+        const T r = renormalize_group<T, N, N, W>(x, lane);
+        return fix && lane < N ? r : x;
+    }
+}
 
 // Algorithm 2 lines 9-12 (and 13-16): while the errors e of some group are nonzero, 2Sum them into
 // s and shift them up one lane with zero in; at most R rounds (decision 5: the paper's loop never
@@ -36,9 +61,12 @@ __device__ __forceinline__ TwoTerms<T> propagate(T s, T e, int lane) {
 // (0 .. R-2, lines 3-17) broadcasts y_i, forms 2ProdFMA(x_l, y_i) on every lane l, 2Sums the product
 // into the accumulator s, saves s_0 as pi_i, shifts s down one lane (zero into lane R-1), and
 // propagates the product errors, then the sum errors.  The last step (lines 18-20) uses a plain
-// product and addition.  x, y: this lane's input terms (+0 on padding lanes).  Twin: mul_truncated.
+// product and addition.  x, y: this lane's input terms (+0 on padding lanes), first made positional
+// (positional_group).  Twin: mul_truncated.
 template <class T, int N, int M, int R, int W>
 __device__ __forceinline__ T mul_truncated_group(T x, T y, int lane) {
+    x = positional_group<T, N, W>(x, lane);
+    y = positional_group<T, M, W>(y, lane);
     const T zero = T(0);
     T s = zero;
     T pi = zero;

@@ -14,46 +14,7 @@
 
 namespace expansions {
 
-// Exponent bias and smallest normal exponent of a term type, from its bit layout.
-template <class T>
-struct Exponents {
-    static constexpr int BIAS = FloatBits<T>::EXP_BITS_MASK >> 1;
-    static constexpr int EMIN = 1 - BIAS;
-    static constexpr int SUBNORMAL = EMIN - FloatBits<T>::P + 1;  // exponent of the smallest subnormal
-};
-
-__device__ __forceinline__ int ilogb_of(double v) { return ilogb(v); }
-__device__ __forceinline__ int ilogb_of(float v) { return ilogbf(v); }
-
-// ilogb(a0) for a finite nonzero a0, else 0.  Twin: leading_exponent.
-template <class T>
-__device__ __forceinline__ int leading_exponent(T a0) {
-    return (is_finite(a0) && a0 != T(0)) ? ilogb_of(a0) : 0;
-}
-
-// 2^k exactly, for k from the exponent of the smallest subnormal to emax (from the bits).
-// Twin: ldexp(1, k).
-template <class T>
-__device__ __forceinline__ T pow2(int k) {
-    using B = FloatBits<T>;
-    using U = typename B::U;
-    using E = Exponents<T>;
-    const U bits = k >= E::EMIN ? static_cast<U>(k + E::BIAS) << B::EXP_SHIFT
-                                : static_cast<U>(1) << (k - E::SUBNORMAL);
-    return B::from_bits(bits);
-}
-
-// v * 2^k as two products by powers of two, 2^(k >> 1) then 2^(k - (k >> 1)), k clamped to
-// [2 SUBNORMAL, 2 emax] (beyond it the result is 0 or overflows anyway): exact when scaling up (or
-// overflow), at most eta of rounding when scaling down.  Twin: scale.
-template <class T>
-__device__ __forceinline__ T scale(T v, int k) {
-    constexpr int LO = 2 * Exponents<T>::SUBNORMAL;
-    constexpr int HI = 2 * Exponents<T>::BIAS;  // emax = bias
-    k = k < LO ? LO : (k > HI ? HI : k);
-    const int k1 = k >> 1;
-    return mul_rn(mul_rn(v, pow2<T>(k1)), pow2<T>(k - k1));
-}
+// Exponents, leading_exponent, pow2 and scale: expansion.cuh.
 
 // Newton steps for 1/a: x <- x (2 - a_r x) at r = RS0 terms (a_r: the first r of the M terms of the
 // scaled a), then the remaining steps.  x: this lane's term of the H-term approximation.
@@ -109,10 +70,12 @@ __device__ __forceinline__ T newton_finish(T s, T leading, int lane, OperandStat
 }
 
 // x / y in R terms as x * (1/y), on this lane's terms of x (N terms) and y (M terms) in a group of W
-// lanes: the body of the kernel newton_div, also called by the elementary functions
+// lanes, the operands first made positional (positional_group, mul.cuh): the body of the kernel newton_div, also called by the elementary functions
 // (elementary.cuh).  Twin: expansions.cpu.newton.div.
 template <class T, int N, int M, int R, int W, int... STEPS>
 __device__ __forceinline__ T newton_div_group(T xl, T yl, int lane) {
+    xl = positional_group<T, N, W>(xl, lane);
+    yl = positional_group<T, M, W>(yl, lane);
     const T x0 = shfl<W>(xl, 0);
     const T y0 = shfl<W>(yl, 0);
     const int kx = -leading_exponent(x0);
@@ -126,10 +89,11 @@ __device__ __forceinline__ T newton_div_group(T xl, T yl, int lane) {
                                   operand_status<M, W>(yl));
 }
 
-// sqrt(a) in R terms as a * (1/sqrt(a)), on this lane's term of a (N terms): the body of the kernel
+// sqrt(a) in R terms as a * (1/sqrt(a)), on this lane's term of a (N terms, made positional): the body of the kernel
 // newton_sqrt, also called by the elementary functions.  Twin: expansions.cpu.newton.sqrt.
 template <class T, int N, int R, int W, int... STEPS>
 __device__ __forceinline__ T newton_sqrt_group(T al, int lane) {
+    al = positional_group<T, N, W>(al, lane);
     const T a0 = shfl<W>(al, 0);
     const int half = leading_exponent(a0) >> 1;
     const T s = scale(al, -2 * half);

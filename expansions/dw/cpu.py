@@ -14,6 +14,8 @@ import numpy as np
 
 from ..cpu.eft import fast_two_sum, two_prod, two_sum
 from ..cpu.lanes import array_module
+from ..cpu.newton import leading_exponent, scale
+from ..formats import dw_scale_limit, format_of
 
 # ---------------------------------------------------------------------------------------------
 # the FMA, division and square root
@@ -67,6 +69,50 @@ def sqrt(a):
 def _const(value, like):
     xp = array_module(like)
     return xp.full(like.shape, value, dtype=like.dtype)
+
+
+def double_word(hi, lo):
+    """The operand ``(hi, lo)`` made a double word where it is not one: ``2Sum(hi, lo)`` where
+    ``RN(hi + lo) != hi`` (a NaN sum counts as different), the words as they are elsewhere (their bits,
+    signed zeros included).  The library's R = 2 operations apply it to each operand before the
+    algorithm, whose proof assumes ``hi = RN(hi + lo)``; an ulp-nonoverlapping pair with
+    ``ulp(hi)/2 < |lo| < ulp(hi)`` is not a double word.  2Sum is exact, so the value does not change.
+    Twin of ``double_word`` in ``expansions/cuda/dw.cuh``."""
+    xp = array_module(hi)
+    with np.errstate(all="ignore"):
+        s, e = two_sum(hi, lo)
+        keep = (hi + lo) == hi
+    return xp.where(keep, hi, s), xp.where(keep, lo, e)
+
+
+def underflow_exponents(kind: str, xh, yh=None):
+    """Per element, the exponents ``(kx, ky, back)`` by which the library's R = 2 division
+    (``kind`` 'div') or square root ('sqrt') scales its operands and its result: where the leading
+    word ``xh`` is finite, nonzero and below :func:`expansions.formats.dw_scale_limit` (the
+    algorithm's intermediates would underflow), the division scales x and y to order 1 (``kx =
+    -ilogb(xh)``, ``ky = -ilogb(yh)``) and its quotient back by ``back = ky - kx``, the square root
+    scales x by ``kx = -2 (ilogb(xh) >> 1)`` (an even power) and its result by ``back = -kx / 2``;
+    zero elsewhere (a product by 2**0 leaves the bits).  Twin of ``dw_scaled`` in
+    ``expansions/cuda/dw.cuh``."""
+    xp = array_module(xh)
+    limit = xh.dtype.type(dw_scale_limit(format_of(xh.dtype)))
+    with np.errstate(all="ignore"):
+        need = (xp.abs(xh) < limit) & (xh != 0)
+    zero = xp.zeros(xh.shape, dtype=xp.int32)
+    if kind == "sqrt":
+        kx = xp.where(need, -2 * (leading_exponent(xh) >> 1), zero)
+        return kx, zero, xp.where(need, -(kx // 2), zero)
+    kx = xp.where(need, -leading_exponent(xh), zero)
+    ky = xp.where(need, -leading_exponent(yh), zero)
+    return kx, ky, ky - kx
+
+
+def scaled_operands(kind: str, x, y=None):
+    """(count, 2) operands of the library's R = 2 division or square root scaled by
+    :func:`underflow_exponents`, and the exponent to scale the result back by."""
+    kx, ky, back = underflow_exponents(kind, x[:, 0], None if y is None else y[:, 0])
+    with np.errstate(all="ignore"):
+        return scale(x, kx), (None if y is None else scale(y, ky)), back
 
 
 # ---------------------------------------------------------------------------------------------

@@ -763,9 +763,55 @@ def renormalize_block(ws, X, k, R, out, SRT, ERR, NEW, xbad):
 
 
 @njit(**INNER)
+def _magnitude(v):
+    """|v| lane by lane (the sign bit cleared)."""
+    u = to_bits(v)
+    return from_bits(u & splat(u, _layout(v)[1]))
+
+
+def _top(v):
+    """2**(p-1) as a vector like the float vector v (compiled only)."""
+    raise NotImplementedError
+
+
+@overload(_top, inline="always")
+def _top_impl(v):
+    top = 2.0 ** (52 if v.dtype.bitwidth == 64 else 23)
+    return lambda v: splat(v, top)
+
+
+@njit(**INNER)
+def positional_block(ws, X, n, dst, SRT, ERR, NEW):
+    """Twin of ``kernels.positional`` on a block: the first row of the operand to compute with, X
+    itself when no lane has finite terms that break ``RN(2**(p-1) |x_t|) <= |x_{t-1}|``, else
+    ``dst`` (n rows), holding X with those lanes renormalized to n terms (``renormalize_block``;
+    SRT, ERR, NEW: n rows of scratch each).  A few comparisons per term; the renormalization runs
+    only for a block that has such a lane."""
+    if n < 2:
+        return X
+    x = ld(ws, X)
+    top = _top(x)
+    prev = _magnitude(x)
+    chain = mask_of(x, True)
+    for t in range(1, n):
+        a = _magnitude(ld(ws, X + t))
+        chain = chain & (top * a <= prev)
+        prev = a
+    if not any_lane(~chain):  # the common case: no lane to test further
+        return X
+    fix = ~chain & ~nonfinite_rows(ws, X, n)
+    if not any_lane(fix):
+        return X
+    renormalize_block(ws, X, n, n, dst, SRT, ERR, NEW, fix & ~fix)
+    for t in range(n):
+        st(ws, dst + t, where(fix, ld(ws, dst + t), ld(ws, X + t)))
+    return dst
+
+
+@njit(**INNER)
 def scratch_rows(n, m, R):
     """Rows of scratch that :func:`binary_block` needs for operands of n and m terms into R."""
-    return 11 * R + 2 * max(n, m, R)
+    return 11 * R + 5 * max(n, m, R)
 
 
 @njit(**INNER)
@@ -779,8 +825,13 @@ def binary_block(op, ws, X, n, Y, m, R, renormalize, out, scratch):
     QE, QP = scratch + 9 * R, scratch + 10 * R
     SRT = scratch + 11 * R
     ERR = SRT + k
+    FX = ERR + k  # k rows each: the operands of the multiplication made positional, and scratch
+    FY = FX + k
+    FN = FY + k
     raw = T if renormalize else out
     if op == MUL:
+        X = positional_block(ws, X, n, FX, SRT, ERR, FN)
+        Y = positional_block(ws, Y, m, FY, SRT, ERR, FN)
         bad = mul_block(ws, X, n, Y, m, R, S, E, EP, raw, XH, XL, LO, HI, QE, QP)
     elif op == ADD_SAFE:
         bad = add_safe_block(ws, X, n, Y, m, R, S, E, raw)
@@ -839,7 +890,9 @@ def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
     (transposed), compute, store its R result rows.
 
     ADD_SAFE, ADD_FAST, MUL: the kernel on x and y (y negated with ``negate_y``), renormalized with
-    ``renormalize``.  RENORMALIZE: x in R terms.  RECIPROCAL, DIV, SQRT: the twins ``newton.reciprocal``,
+    ``renormalize`` (MUL on its operands made positional: :func:`positional_block` in
+    :func:`binary_block`; the Newton operations make theirs positional as they are loaded).
+    RENORMALIZE: x in R terms.  RECIPROCAL, DIV, SQRT: the twins ``newton.reciprocal``,
     ``div`` and ``sqrt``, then with ``renormalize`` the Newton renormalizer of the dispatch
     (``dispatch._renormalize_keeping_zeros``: renormalize, keep the kernel's zero results).
 
@@ -868,7 +921,9 @@ def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
     K1 = C + 1
     K2 = K1 + 1
     F = K2 + 1
-    sc = F + 2
+    FXI = F + 2  # k rows: an operand of a Newton operation made positional; FS: 3k rows of scratch
+    FS = FXI + k
+    sc = FS + 3 * k
     buf, ws = workspace(sc + scratch_rows(n, m, R), x)
     newton = op >= RECIPROCAL
     no = mask_of(ld(ws, XI), False)
@@ -883,6 +938,12 @@ def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
         load_block(x, first, count, n, False, ws, XI)
         if op <= MUL or op == DIV:
             load_block(y, first, count, m, negate_y, ws, YI)
+        if newton:  # the operands made positional (kernels.positional), in place
+            fixed = positional_block(ws, XI, n, FXI, FS, FS + k, FS + 2 * k)
+            copy_rows(ws, fixed, n if fixed != XI else 0, XI)
+            if op == DIV:
+                fixed = positional_block(ws, YI, m, FXI, FS, FS + k, FS + 2 * k)
+                copy_rows(ws, fixed, m if fixed != YI else 0, YI)
         x0 = ld(ws, XI)
         y0 = ld(ws, YI)
         zn = 1  # terms of z

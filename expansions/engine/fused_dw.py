@@ -19,18 +19,22 @@ How a loop gets the twins' bits and still vectorizes: a block of rows runs two p
    :func:`expansions.cpu.kernels.renormalize_pair`'s first 2Sum returns ``(RN(h + lo), lo)`` with a
    zero ``lo`` as +0, its second leaves that pair as it is but for a -0 sum, which becomes +0, and
    its epilogue does nothing; ``x + 0`` is ``x`` but for -0, which becomes +0.  It counts the rows
-   where an operand word, the leading-term IEEE result or an output word is not finite, where the
-   result is zero (its sign is the rule's), or where ``RN(h + lo) != h`` (:func:`_flag`).
-2. Only when that count is not zero: those rows again, by the twins' operations (the FMA and
-   two-product emulations, :func:`_exact_row`), with the non-finite rule and the full
-   ``renormalize_pair``.
+   where an operand is not a double word (``RN(x0 + x1) != x0``), a division's or square root's
+   operand lies near the underflow threshold, an operand word, the leading-term IEEE result or an
+   output word is not finite, where the result is zero (its sign is the rule's), or where
+   ``RN(h + lo) != h`` (:func:`_flag`).  Where that count is not zero the block runs the fast pass
+   again with its operands made double words by selects (:func:`_double_word_select`), which counts
+   the rows flagged for the other reasons.
+2. Only when that count is not zero: those rows again, by the twins' operations (each operand made
+   a double word, the FMA and two-product emulations, :func:`_exact_row`), with the non-finite rule
+   and the full ``renormalize_pair``.
 
-A row the fast pass leaves unflagged has finite operands, a finite leading result and a finite output:
-there the rule and the renormalization's epilogue change nothing, and the fast algorithm computed
-the twin's bits, because the hardware FMA is correctly rounded and so equals the twins' emulations
-wherever those are exact; where they may not be (float64 products outside ``[2**-900, 2**1020]``, an
-infinite FMA addend) the fast functions return a NaN, which flags the row.  The twins compute the
-operations in the same order, so no other difference is possible.
+A row the fast pass leaves unflagged has finite operands (made double words), a finite leading
+result and a finite output: there the rule and the renormalization's epilogue change nothing, and
+the fast algorithm computed the twin's bits, because the hardware FMA is correctly rounded and so
+equals the twins' emulations wherever those are exact; where they may not be (float64 products
+outside ``[2**-900, 2**1020]``, an infinite FMA addend) the fast functions return a NaN, which flags
+the row.  The twins compute the operations in the same order, so no other difference is possible.
 
 Blocks of :data:`BLOCK` rows run in parallel (``prange``, numba's thread count; one thread after
 ``numba.set_num_threads(1)``); below :data:`SERIAL_BELOW` rows the blocks run one after the other on
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 
 import numpy as np
 from numba import literally, njit, prange, types
@@ -49,9 +54,11 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from ..dw import ALGORITHMS
+from ..formats import FLOAT32, FLOAT64, dw_scale_limit
 from . import dw as _dw
 from .dw import _KERNEL, _OP, _SCALAR, _c, _two_sum
 from .kernels import readonly
+from .newton import leading_exponent
 
 #: the double-word x double-word algorithms of the library's binary operations, and their operation
 BINARY = {name: a.operation for name, a in ALGORITHMS.items() if a.operands == ("dw", "dw")}
@@ -162,26 +169,102 @@ def _renormalize_pair(hi, lo):
 
 
 @njit(**_SCALAR)
-def _flag(kind, renormalize, x0, x1, y0, y1, h, lo):
-    """Whether the row needs the exact pass: some operand word, the leading-term IEEE result or an
-    output word ``(h, lo)`` is not finite (then their sum is inf or NaN, and ``s - s`` is NaN), or,
-    with ``renormalize``, ``RN(h + lo) != h`` (the fast pass's renormalization does not apply).  A
-    finite sum that overflows flags a row too, which the exact pass then computes again: the same bits."""
-    s = x0 + x1 + _leading(kind, x0, y0) + h + lo
+def _flag(kind, renormalize, check, x0, x1, y0, y1, h, lo):
+    """Whether the row needs another pass: with ``check``, an operand is not a double word
+    (``RN(x0 + x1) != x0``: the pass with ``fix`` makes it one); a division or square root has the
+    leading word of its operand made a double word, ``RN(x0 + x1)``, near the underflow threshold
+    (the exact pass scales it: :func:`_underflow_exponents`); some operand word, the leading-term
+    IEEE result or an output word ``(h, lo)`` is not finite (then their sum is inf or NaN, and
+    ``s - s`` is NaN); or, with ``renormalize``, ``RN(h + lo) != h`` (the fast pass's renormalization
+    does not apply).  A finite sum that overflows flags a row too, which the exact pass then computes
+    again: the same bits."""
+    sx = x0 + x1
+    s = sx + _leading(kind, x0, y0) + h + lo
+    bad = (sx != x0) if check else False
     if kind != 3:
-        s += y0 + y1
-    bad = (s - s) != 0
+        sy = y0 + y1
+        s += sy
+        if check:
+            bad |= sy != y0
+    bad |= (s - s) != 0
     bad |= h == 0  # a zero result: its sign is the rule's (the exact pass)
     if renormalize:
         bad |= (h + lo) != h
+    if kind >= 2:
+        bad |= (abs(sx) < _scaling(sx)[0]) & (sx != 0)
     return bad
 
 
 @njit(**_SCALAR)
+def _double_word_select(hi, lo):
+    """:func:`_double_word` without a branch (the fast pass of a block with such operands)."""
+    s, e = _two_sum(hi, lo)
+    keep = (hi + lo) == hi
+    return (hi if keep else s), (lo if keep else e)
+
+
+def _scaling(like):
+    """(dw_scale_limit, smallest and largest exponent of ``newton.scale``) of the type of ``like``
+    (compiled code only)."""
+    raise NotImplementedError
+
+
+@overload(_scaling)
+def _scaling_impl(like):
+    fmt = FLOAT32 if like.bitwidth == 32 else FLOAT64
+    limit, kmin, kmax = dw_scale_limit(fmt), 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax
+    return lambda like: (_c(like, limit), kmin, kmax)
+
+
+@njit(**_SCALAR)
+def _scale(v, k):
+    """Twin: ``expansions.cpu.newton.scale`` on one term: v times 2**(k >> 1), then 2**(k - (k >> 1)),
+    k clamped to the range beyond which the result is 0 or overflows anyway."""
+    _, kmin, kmax = _scaling(v)
+    k = min(max(k, kmin), kmax)
+    k1 = k >> 1
+    return (v * _c(v, math.ldexp(1.0, k1))) * _c(v, math.ldexp(1.0, k - k1))
+
+
+@njit(**_SCALAR)
+def _underflow_exponents(kind, xh, yh):
+    """Twin: :func:`expansions.dw.cpu.underflow_exponents` on one row (``kind`` 2 division, 3 square
+    root): ``(kx, ky, back)``."""
+    limit = _scaling(xh)[0]
+    if not (abs(xh) < limit and xh != 0):
+        return 0, 0, 0
+    if kind == 3:
+        kx = -2 * (leading_exponent(xh) >> 1)
+        return kx, 0, -(kx // 2)
+    kx = -leading_exponent(xh)
+    ky = -leading_exponent(yh)
+    return kx, ky, ky - kx
+
+
+@njit(**_SCALAR)
+def _double_word(hi, lo):
+    """Twin: :func:`expansions.dw.cpu.double_word`: ``2Sum(hi, lo)`` where ``RN(hi + lo) != hi``, else
+    ``(hi, lo)`` as they are."""
+    if hi + lo == hi:
+        return hi, lo
+    return _two_sum(hi, lo)
+
+
+@njit(**_SCALAR)
 def _exact_row(op, kind, renormalize, x0, x1, y0, y1):
-    """One row as the twins compute it: algorithm ``op`` (of ``dw._OP``) by the FMA and two-product
-    emulations, the non-finite rule of operation ``kind``, then (``renormalize``) the renormalization."""
-    h, lo = _algorithm(op, x0, x1, y0, y1, False)
+    """One row as the twins compute it: the operands made double words (:func:`_double_word`), for a
+    division or square root scaled (:func:`_underflow_exponents`, the result scaled back), algorithm
+    ``op`` (of ``dw._OP``) on them by the FMA and two-product emulations, the non-finite rule
+    of operation ``kind`` on the operands as given, then (``renormalize``) the renormalization."""
+    a, b = _double_word(x0, x1)
+    c, d = _double_word(y0, y1)
+    if kind >= 2:  # division, square root: scaled near the underflow threshold
+        kx, ky, back = _underflow_exponents(kind, a, c)
+        a, b, c, d = _scale(a, kx), _scale(b, kx), _scale(c, ky), _scale(d, ky)
+        h, lo = _algorithm(op, a, b, c, d, False)
+        h, lo = _scale(h, back), _scale(lo, back)
+    else:
+        h, lo = _algorithm(op, a, b, c, d, False)
     leading = _leading(kind, x0, y0)
     h, lo = _double_word_rule(h, lo, x0, x1, y0, y1, leading, kind != 3)
     if renormalize:
@@ -194,34 +277,58 @@ def _exact_row(op, kind, renormalize, x0, x1, y0, y1):
 
 
 @njit(**_SCALAR)
-def _block(op, kind, renormalize, x, y, out, negate):
-    """The two passes (module docstring) on one block, flat (2m,) arrays (high, low, high, ...): the
-    result into ``out``; returns the number of rows the fast pass flagged.  ``y`` is negated as it is
-    read when ``negate`` (a subtraction), unused for the square root (pass ``x``).  ``op``, ``kind``
-    and ``renormalize`` are compile-time constants (``literally``): the fast pass has no branch left,
-    and LLVM vectorizes it (``tests/test_engine_fused_dw.py`` checks the machine code)."""
+def _fast_pass(op, kind, renormalize, fix, x, y, out, negate):
+    """The fast pass (module docstring) on one block; with ``fix`` each operand made a double word by
+    selects (:func:`_double_word_select`).  Returns the number of rows it flagged.  All of ``op``,
+    ``kind``, ``renormalize`` and ``fix`` are compile-time constants: no branch is left."""
     literally(op)
     literally(kind)
     literally(renormalize)
+    literally(fix)
     m = x.shape[0] // 2
     flagged = 0
     for i in range(m):
         x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
         if negate:
             y0, y1 = -y0, -y1
-        h, lo = _algorithm(op, x0, x1, y0, y1, True)
+        a, b, c, d = x0, x1, y0, y1
+        if fix:
+            a, b = _double_word_select(x0, x1)
+            if kind != 3:
+                c, d = _double_word_select(y0, y1)
+        h, lo = _algorithm(op, a, b, c, d, True)
         if renormalize:  # renormalize_pair of a pair with RN(h + lo) = h (others are flagged)
             zero = _c(h, 0.0)
             h, lo = h + zero, lo + zero
         out[2 * i] = h
         out[2 * i + 1] = lo
-        flagged += _flag(kind, renormalize, x0, x1, y0, y1, h, lo)
+        flagged += _flag(kind, renormalize, not fix, x0, x1, y0, y1, h, lo)
+    return flagged
+
+
+@njit(**_SCALAR)
+def _block(op, kind, renormalize, x, y, out, negate):
+    """The two passes (module docstring) on one block, flat (2m,) arrays (high, low, high, ...): the
+    result into ``out``; returns the number of rows the fast pass flagged.  ``y`` is negated as it is
+    read when ``negate`` (a subtraction), unused for the square root (pass ``x``).  ``op``, ``kind``
+    and ``renormalize`` are compile-time constants (``literally``): the fast pass has no branch left,
+    and LLVM vectorizes it (``tests/test_engine_fused_dw.py`` checks the machine code).  The fast pass
+    reads the operands as they are and also flags the rows where one is not a double word; a block
+    with flagged rows runs the fast pass again with the operands made double words by selects
+    (``fix``), and only the rows that one still flags run the exact pass."""
+    literally(op)
+    literally(kind)
+    literally(renormalize)
+    m = x.shape[0] // 2
+    flagged = _fast_pass(op, kind, renormalize, False, x, y, out, negate)
+    if flagged:  # again with the operands made double words, then the rows still flagged exactly
+        flagged = _fast_pass(op, kind, renormalize, True, x, y, out, negate)
     if flagged:
         for i in range(m):
             x0, x1, y0, y1 = x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1]
             if negate:
                 y0, y1 = -y0, -y1
-            if _flag(kind, renormalize, x0, x1, y0, y1, out[2 * i], out[2 * i + 1]):
+            if _flag(kind, renormalize, False, x0, x1, y0, y1, out[2 * i], out[2 * i + 1]):
                 out[2 * i], out[2 * i + 1] = _exact_row(op, kind, renormalize, x0, x1, y0, y1)
     return flagged
 

@@ -278,9 +278,57 @@ def propagate(s, e, R):
         e[0] = zero
 
 
+def _top(like):
+    """2**(p-1) of the type of ``like`` (compiled code only)."""
+    raise NotImplementedError
+
+
+@overload(_top)
+def _top_impl(like):
+    top = 2.0**23 if isinstance(like, types.Float) and like.bitwidth == 32 else 2.0**52
+    return lambda like: _const(like, top)
+
+
+@njit(**OPTIONS)
+def breaks_positional(x, n):
+    """Whether the n terms of x are all finite but break ``RN(2**(p-1) |x_t|) <= |x_{t-1}|`` (the row
+    :func:`positional_copy` renormalizes; twin: ``kernels.positional``)."""
+    if not all_finite(x, n):
+        return False
+    top = _top(x[0])
+    for t in range(1, n):
+        if not top * abs(x[t]) <= abs(x[t - 1]):
+            return True
+    return False
+
+
+@njit(**OPTIONS)
+def positional_copy(x, n):
+    """A copy of the n terms of x, renormalized to n terms where :func:`breaks_positional` (twin:
+    ``kernels.positional``).  Allocates: the row functions call it only for such rows."""
+    out = np.empty(n, x.dtype)
+    if breaks_positional(x, n):
+        cur, srt, e = np.empty(n, x.dtype), np.empty(n, x.dtype), np.empty(n, x.dtype)
+        renormalize_row(x, n, n, out, cur, srt, e)
+    else:
+        for t in range(n):
+            out[t] = x[t]
+    return out
+
+
 @njit(**OPTIONS)
 def mul_row(x, n, y, m, R, out, s, e, ep):
-    """Twin of ``kernels.mul_truncated`` on one row (Algorithm 2 of Collange et al. 2016): for each
+    """Twin of ``kernels.mul_truncated`` on one row: :func:`mul_row_positional` on the operands made
+    positional (copies of those that break the condition, :func:`positional_copy`)."""
+    if breaks_positional(x, n) or breaks_positional(y, m):
+        mul_row_positional(positional_copy(x, n), n, positional_copy(y, m), m, R, out, s, e, ep)
+    else:
+        mul_row_positional(x, n, y, m, R, out, s, e, ep)
+
+
+@njit(**OPTIONS)
+def mul_row_positional(x, n, y, m, R, out, s, e, ep):
+    """Algorithm 2 of Collange et al. 2016 on one row of positional operands: for each
     term y_i, the lanes 2Prod x_l * y_i and 2Sum the products into the accumulator, whose lane 0 is
     output term i; the accumulator shifts down a lane and both error vectors are propagated; the
     last term is s_0 + x_0 y_{R-1}.  ``out`` must not overlap x or y; s, e, ep: scratch of R lanes."""

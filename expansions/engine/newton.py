@@ -25,8 +25,10 @@ from .kernels import (
     _const,
     add_safe_row,
     all_finite,
+    breaks_positional,
     epilogue,
     mul_row,
+    positional_copy,
     renormalize_row,
 )
 
@@ -83,7 +85,15 @@ def reciprocal_row(a, m, R, steps, x, ws):
 
 @njit(**OPTIONS)
 def _reciprocal(a, n, R, steps, kmin, kmax, out, ws):
-    """Twin of ``newton.reciprocal`` on one row."""
+    """Twin of ``newton.reciprocal`` on one row (the operand made positional: ``positional_copy``)."""
+    if breaks_positional(a, n):
+        _reciprocal_positional(positional_copy(a, n), n, R, steps, kmin, kmax, out, ws)
+    else:
+        _reciprocal_positional(a, n, R, steps, kmin, kmax, out, ws)
+
+
+@njit(**OPTIONS)
+def _reciprocal_positional(a, n, R, steps, kmin, kmax, out, ws):
     a0 = a[0]
     k = -leading_exponent(a0)
     A, X = ws[11], ws[12]
@@ -95,7 +105,16 @@ def _reciprocal(a, n, R, steps, kmin, kmax, out, ws):
 
 @njit(**OPTIONS)
 def _div(x, n, y, m, R, steps, kmin, kmax, out, ws):
-    """Twin of ``newton.div`` on one row: x * (1/y), both scaled, the quotient scaled back."""
+    """Twin of ``newton.div`` on one row: x * (1/y), both scaled, the quotient scaled back (the operands
+    made positional: ``positional_copy``)."""
+    if breaks_positional(x, n) or breaks_positional(y, m):
+        _div_positional(positional_copy(x, n), n, positional_copy(y, m), m, R, steps, kmin, kmax, out, ws)
+    else:
+        _div_positional(x, n, y, m, R, steps, kmin, kmax, out, ws)
+
+
+@njit(**OPTIONS)
+def _div_positional(x, n, y, m, R, steps, kmin, kmax, out, ws):
     x0, y0 = x[0], y[0]
     kx = -leading_exponent(x0)
     ky = -leading_exponent(y0)
@@ -112,7 +131,16 @@ def _div(x, n, y, m, R, steps, kmin, kmax, out, ws):
 @njit(**OPTIONS)
 def _sqrt(a, n, R, steps, kmin, kmax, out, ws):
     """Twin of ``newton.sqrt`` on one row: a * (1/sqrt(a)), the inverse square root by
-    y <- y (3 - a y^2) / 2 from y = RN(1/RN(sqrt(a_0))), on a scaled by an even power of two."""
+    y <- y (3 - a y^2) / 2 from y = RN(1/RN(sqrt(a_0))), on a scaled by an even power of two (the
+    operand made positional: ``positional_copy``)."""
+    if breaks_positional(a, n):
+        _sqrt_positional(positional_copy(a, n), n, R, steps, kmin, kmax, out, ws)
+    else:
+        _sqrt_positional(a, n, R, steps, kmin, kmax, out, ws)
+
+
+@njit(**OPTIONS)
+def _sqrt_positional(a, n, R, steps, kmin, kmax, out, ws):
     a0 = a[0]
     half = leading_exponent(a0) >> 1
     S, Y, T, U, V, W, c = ws[11], ws[12], ws[7], ws[13], ws[8], ws[9], ws[10]

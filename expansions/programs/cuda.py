@@ -33,7 +33,7 @@ from ..backends import xp_of
 from ..bounds import newton_steps
 from ..cuda import build
 from ..cuda import elementary as elementary_table
-from ..cuda.dw_kernels import functor
+from ..cuda.dw_kernels import KINDS, functor
 from ..formats import format_of, group_width
 from ..promote import operand_terms
 from .cpu import Plan
@@ -122,20 +122,23 @@ class _Writer:
         self.emit(f"const T {v} = {v}_keep ? {q} : {v}_r;")
 
     def double_word(self, v, alg, kind, x, y=None):
-        """A double-word algorithm of ``dw.cuh`` (R = 2) on the group's two terms, then the non-finite
-        rule of the double-word backends (``backends._double_word_finish``): the group's epilogue
-        with the IEEE result of the leading terms, and (NaN, 0) where that result is NaN."""
+        """A double-word algorithm of ``dw.cuh`` (R = 2) on the group's two terms made double words
+        and, for a division or square root near the underflow threshold, scaled (``dw_apply``), then
+        the non-finite rule of the double-word backends
+        (``backends._double_word_finish``) on the terms as given: the group's epilogue with the IEEE
+        result of the leading terms, and (NaN, 0) where that result is NaN."""
         W = self.W
         self.emit(f"const T {v}_xh = shfl<{W}>({x}, 0);")
         self.emit(f"const T {v}_xl = shfl<{W}>({x}, 1);")
+        apply = f"dw_apply<T, {functor(alg)}, {KINDS[kind]}>"
         if y is None:
-            self.emit(f"const TwoTerms<T> {v}_z = {functor(alg)}::apply({v}_xh, {v}_xl);")
+            self.emit(f"const TwoTerms<T> {v}_z = {apply}({v}_xh, {v}_xl, T(0), T(0));")
             self.emit(f"const T {v}_lead = sqrt_rn({v}_xh);")
             status = f"operand_status<2, {W}>({x})"
         else:
             self.emit(f"const T {v}_yh = shfl<{W}>({y}, 0);")
             self.emit(f"const T {v}_yl = shfl<{W}>({y}, 1);")
-            self.emit(f"const TwoTerms<T> {v}_z = {functor(alg)}::apply({v}_xh, {v}_xl, {v}_yh, {v}_yl);")
+            self.emit(f"const TwoTerms<T> {v}_z = {apply}({v}_xh, {v}_xl, {v}_yh, {v}_yl);")
             self.emit(f"const T {v}_lead = {kind}_rn({v}_xh, {v}_yh);")
             status = f"operand_status<2, {W}>({x}), operand_status<2, {W}>({y})"
         self.emit(f"const T {v}_zl = lane == 0 ? {v}_z.hi : (lane == 1 ? {v}_z.lo : T(0));")
@@ -158,6 +161,9 @@ class _Writer:
             return
         if alg == "newton":
             M = 1 if one_term_divisor else R
+            self.emit(f"const T {v}_xp = positional_group<T, {R}, {W}>({x}, lane);")  # newton_div_group's entry
+            self.emit(f"const T {v}_yp = positional_group<T, {M}, {W}>({y}, lane);")
+            x, y = f"{v}_xp", f"{v}_yp"
             self.emit(f"const T {v}_x0 = shfl<{W}>({x}, 0);")
             self.emit(f"const T {v}_y0 = shfl<{W}>({y}, 0);")
             self.emit(f"const int {v}_kx = -leading_exponent({v}_x0);")
@@ -200,6 +206,8 @@ class _Writer:
             self.double_word(v, dispatch.method("sqrt", n.params[0], R), "sqrt", x)
             self.emit(f"const T {v} = {v}_raw;")  # the double-word square root is not renormalized
             return
+        self.emit(f"const T {v}_ap = positional_group<T, {R}, {W}>({x}, lane);")  # the Newton operand's entry
+        x = f"{v}_ap"
         self.emit(f"const T {v}_a0 = shfl<{W}>({x}, 0);")
         if n.op == "reciprocal":
             self.emit(f"const int {v}_k = -leading_exponent({v}_a0);")

@@ -123,14 +123,31 @@ def _propagate(s, e, R, fmt):
     return s, e
 
 
+def positional(x, fmt):
+    """The operand as the proofs of the multiplication, the dot product and the Newton operations take
+    it: ``|x_i| <= 2**-(p-1) |x_{i-1}|`` for every i, which implies ``|x_i| <= 2**(-(p-1) i) |x_0|``.
+    An ulp-nonoverlapping expansion may break it (a zero followed by a nonzero term, subnormal terms
+    that repeat); then, and only where every term is finite, the operand is renormalized to its own
+    number of terms (error-free; its output keeps the condition), else returned as it is.  The kernels
+    test ``RN(2**(p-1) |x_i|) <= |x_{i-1}|``, exact but where it overflows and fails anyway."""
+    if len(x) < 2 or not all(is_finite(t) for t in x):
+        return x
+    top = Fraction(2) ** (fmt.p - 1)
+    if all(top * abs(Fraction(x[i])) <= abs(Fraction(x[i - 1])) for i in range(1, len(x))):
+        return x
+    return tuple(renormalize(x, len(x), fmt))
+
+
 def mul_truncated(x, y, R, fmt):
     """Truncated parallel multiplication (Algorithm 2, Fig. 7), inputs of n and m terms, R terms out.
 
     At step i (0 .. R-2) every lane l forms ``2Prod(x_l, y_i)`` (order i+l) and 2Sums the product into
     its accumulator; lane 0's accumulator is the output term pi_i; the accumulators shift down one
     lane; the product errors, then the sum errors, are propagated with bounded any-loops.  The last
-    step uses plain products and additions.  (Fig. 7's ``K-1`` is ``R-1``.)
+    step uses plain products and additions.  (Fig. 7's ``K-1`` is ``R-1``.)  The operands are first
+    made :func:`positional`.
     """
+    x, y = positional(x, fmt), positional(y, fmt)
     m = len(y)
     xs = _lanes(x, R)
     s = [0.0] * R

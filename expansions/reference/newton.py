@@ -11,7 +11,7 @@ from fractions import Fraction
 from .. import bounds
 from ..formats import Format
 from . import fp
-from .algorithms import add_safe, mul_truncated, nonfinite_epilogue, renormalize
+from .algorithms import add_safe, mul_truncated, nonfinite_epilogue, positional, renormalize
 
 
 def leading_exponent(a0) -> int:
@@ -48,12 +48,14 @@ def finish(out, operands, leading, fmt):
 
 
 def reciprocal(a, R, fmt):
+    a = positional(a, fmt)
     k = -leading_exponent(a[0])
     x = _newton_reciprocal(scale(a, k, fmt), R, fmt)
     return finish(scale(x, k, fmt), (a,), fp.div(Fraction(1), a[0], fmt), fmt)
 
 
 def div(x, y, R, fmt):
+    x, y = positional(x, fmt), positional(y, fmt)
     kx = -leading_exponent(x[0])
     ky = -leading_exponent(y[0])
     z = _newton_reciprocal(scale(y, ky, fmt), R, fmt)
@@ -62,6 +64,7 @@ def div(x, y, R, fmt):
 
 
 def sqrt(a, R, fmt):
+    a = positional(a, fmt)
     m = len(a)
     half = leading_exponent(a[0]) >> 1
     s = scale(a, -2 * half, fmt)
