@@ -1,6 +1,6 @@
 """Linear algebra on expansions: ``solve``, ``lu``, ``lu_factor``, ``det``, ``inv``, ``cholesky``, ``qr``,
-``norm``, ``lstsq`` (and ``np.linalg.solve``, ``inv``, ``det``, ``cholesky``, ``qr``, ``norm``,
-``lstsq`` on ExpansionArrays through NumPy's protocol).
+``norm``, ``lstsq``, ``eigh``, ``eigvalsh`` (and ``np.linalg.solve``, ``inv``, ``det``, ``cholesky``,
+``qr``, ``norm``, ``lstsq``, ``eigh``, ``eigvalsh`` on ExpansionArrays through NumPy's protocol).
 
 Every routine is a composition of the library's operations (``+ - * /``, :func:`expansions.sqrt`, the
 exact comparisons, :func:`expansions.sum`, :func:`expansions.matmul`), written as loops whose steps
@@ -45,6 +45,23 @@ large for float64 factors, above about 1e15; each step gains about 53 - log2(con
 :data:`REFINE_MAX_STEPS` steps.  The rule is fixed, so the stopping step depends only on the
 corrections, which come from LAPACK.
 
+``eigh`` (symmetric eigenvalue decomposition): the float64 eigendecomposition of the leading terms
+(LAPACK through NumPy or CuPy) refined by Ogita and Aishima's iteration (Japan J. Indust. Appl. Math.
+35, 2018, and part II on clustered eigenvalues, 2019), whose steps are matrix products by exact
+slices: with ``R = I - X^T X`` and ``S = X^T A X`` (both made exactly symmetric), the eigenvalues
+are ``lambda_i = s_ii / (1 - r_ii)`` and ``X <- X + X E`` with ``e_ij = (s_ij + lambda_j r_ij) /
+(lambda_j - lambda_i)``; pairs closer than ``delta = 2 (||S - D||_F + ||A||_2 ||R||_F)``, or whose
+correction would exceed :data:`CLUSTER_CORRECTION`, get ``e_ij = r_ij / 2`` and form clusters, and a
+cluster whose shifted block ``X_J^T (A - mu I) X_J`` still has off-diagonal entries above the
+tolerance is rotated by that block's float64 eigenvectors (made orthonormal to the working precision
+by Newton-Schulz steps).  It stops when ``max |R|`` and ``max_{i != j} |s_ij| / ||A||_2`` are at most
+``SPECTRAL_TOLERANCE * n * u`` (:data:`SPECTRAL_TOLERANCE` = 8), then ``||A X - X D||_F <= 2 n t
+||A||_2 / sqrt(1 - n t)`` (t that tolerance; from ``A X - X D = X^-T (S - D + R D)``, whose diagonal
+vanishes); it warns (RuntimeWarning) where that is not reached within :data:`SPECTRAL_MAX_STEPS`
+steps or the defects exceed :data:`DIVERGED`.  The steps are deterministic given the float64 start
+(the products are exact-slice products; the float64 quantities that steer them are summed in a fixed
+order), so the result depends on the BLAS and thread count only through LAPACK's start.
+
 Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``: "Singular matrix";
 ``det`` returns 0 instead) and a matrix that is not positive definite (``cholesky``) raise
 ``numpy.linalg.LinAlgError``; NaN in the input gives NaN in the result (no exception, no hang).
@@ -77,8 +94,9 @@ from .statistics import argmax
 from .statistics import max as _max
 from .statistics import min as _min
 
-__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "LinAlgError", "LEAF",
-           "REFINE_MAX_STEPS", "REFINE_TOLERANCE"]
+__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "eigh", "eigvalsh",
+           "LinAlgError", "LEAF", "REFINE_MAX_STEPS", "REFINE_TOLERANCE", "SPECTRAL_MAX_STEPS", "SPECTRAL_TOLERANCE",
+           "CLUSTER_CORRECTION", "DIVERGED"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -628,3 +646,210 @@ def lstsq(a, b, rcond=None):
     res = bb - a @ x
     residuals = _sum(res * res, axis=0) if m > n else ExpansionArray(xp.zeros((0, a.nterms), a.dtype))
     return (x.reshape((n,)) if vector else x), (residuals.reshape(()) if vector and m > n else residuals), n, None
+
+
+#: Most refinement steps of :func:`eigh` and :func:`svd` after the float64 start; where the
+#: stopping rule is not met by then they warn (RuntimeWarning).
+SPECTRAL_MAX_STEPS = 16
+#: :func:`eigh` and :func:`svd` stop when the computed orthogonality defects and off-diagonal
+#: residuals are at most ``SPECTRAL_TOLERANCE * n * u`` (relative to the largest eigen- or singular
+#: value; u = 2**-((p-1) R)).
+SPECTRAL_TOLERANCE = 8
+#: Pairs of eigen- or singular values whose first-order correction ``e_ij`` would exceed this are
+#: refined together as a cluster (the float64 start cannot separate their vectors well enough).
+CLUSTER_CORRECTION = 2.0 ** -12
+#: The refinement gives up (and warns) when its defect exceeds this: the iterate is no longer close
+#: to an orthonormal basis of eigen- or singular vectors.
+DIVERGED = 2.0 ** -10
+
+
+def _lead(x: ExpansionArray):
+    """The leading terms of x as float64 (NumPy or CuPy)."""
+    return x.terms[..., 0].astype(np.float64)
+
+
+def _select(mask, x: ExpansionArray, y: ExpansionArray) -> ExpansionArray:
+    """The expansion array with x where mask is set, y elsewhere (broadcast)."""
+    xp = xp_of(x.terms)
+    return ExpansionArray(xp.ascontiguousarray(xp.where(mask[..., None], x.terms, y.terms)))
+
+
+def _frobenius(x) -> float:
+    """The Frobenius norm of a float64 array, summed in NumPy's (or CuPy's) fixed pairwise order."""
+    xp = xp_of(x)
+    return float(xp.sqrt(xp.sum(x * x)))
+
+
+def _clusters(values, close):
+    """The groups (index arrays, more than one member) that the pairs marked in ``close`` (n x n,
+    NumPy bool) join, each widened to the run of the values between them in ascending order."""
+    order = np.argsort(values, kind="stable")
+    linked = np.triu(close[np.ix_(order, order)], 1)
+    reach = np.where(linked.any(axis=1), len(order) - 1 - np.argmax(linked[:, ::-1], axis=1), np.arange(len(order)))
+    groups, start, end = [], 0, 0
+    for p in range(len(order)):
+        if p > end:
+            if end > start:
+                groups.append(order[start:end + 1])
+            start = end = p
+        end = max(end, int(reach[p]))
+    if end > start:
+        groups.append(order[start:end + 1])
+    return groups
+
+
+def _host(x):
+    """A NumPy copy of a NumPy or CuPy array."""
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+def _like(x, a: ExpansionArray) -> ExpansionArray:
+    """A float64 array (NumPy or CuPy) rounded to a's terms, dtype and device."""
+    return _array(x, terms=a.nterms, dtype=a.dtype.name, device=a.device)
+
+
+def _unit(a: ExpansionArray) -> float:
+    """u = 2^-((p-1) R) of a's format."""
+    return 2.0 ** (-np.finfo(a.dtype).nmant * a.nterms)
+
+
+def _symmetric_part(x: ExpansionArray) -> ExpansionArray:
+    """(x + x^T) / 2: the computed Gram matrices and Rayleigh quotients made exactly symmetric, so
+    that the corrections of a pair satisfy ``e_ij + e_ji = r_ij`` however close its values are (the
+    products round the (i, j) and (j, i) entries differently)."""
+    return (x + _transpose(x)) * 0.5
+
+
+def _orthonormal(W: ExpansionArray) -> ExpansionArray:
+    """The float64 orthogonal matrix W (k x k, as expansions) made orthonormal to the expansions'
+    precision by the Newton-Schulz steps ``W <- W + W (I - W^T W) / 2`` (each squares the defect),
+    so that rotating a basis by it keeps the basis orthonormal."""
+    k = W.shape[-1]
+    xp = xp_of(W.terms)
+    eye = _like(xp.eye(k), W)
+    for _ in range(SPECTRAL_MAX_STEPS):
+        G = eye - _matmul(_transpose(W), W)
+        if float(xp.abs(_lead(G)).max()) <= k * _unit(W):
+            break
+        W = W + _matmul(W, G) * 0.5
+    return W
+
+
+def _symmetric_refinement(A: ExpansionArray, X: ExpansionArray, scale: float):
+    """Ogita and Aishima's refinement of approximate eigenvectors X (n x n) of the symmetric A
+    (Japan J. Indust. Appl. Math. 35, 2018, Algorithm 1, with the treatment of clustered eigenvalues
+    of part II, 2019).  ``scale`` is ||A||_2 in float64 (the largest |eigenvalue| of the start).
+    Returns (eigenvalues, X, converged): each step computes R = I - X^T X and S = X^T A X (exact-slice
+    products), the Rayleigh quotients ``lambda_i = s_ii / (1 - r_ii)`` and, while the defects are above
+    the tolerance, ``X <- X + X E`` with ``e_ij = (s_ij + lambda_j r_ij) / (lambda_j - lambda_i)`` for
+    eigenvalues farther apart than ``delta = 2 (||S - D||_F + ||A|| ||R||_F)`` and ``r_ij / 2`` within
+    clusters; a cluster whose shifted block ``X_J^T (A - mu I) X_J`` still has off-diagonal entries
+    above the tolerance is rotated by that block's float64 eigenvectors."""
+    n = A.shape[-1]
+    xp = xp_of(A.terms)
+    tol = SPECTRAL_TOLERANCE * n * _unit(A)
+    eye = _like(xp.eye(n), A)
+    diag = (xp.arange(n), xp.arange(n))
+    offdiag = ~xp.eye(n, dtype=bool)
+    for step in range(SPECTRAL_MAX_STEPS + 1):
+        XT = _transpose(X)
+        Rm = _symmetric_part(eye - _matmul(XT, X))
+        S = _symmetric_part(_matmul(XT, _matmul(A, X)))
+        lam = S[diag] / (1 - Rm[diag])
+        r0, s0, l0 = _lead(Rm), xp.where(offdiag, _lead(S), 0.0), _lead(lam)
+        defect = max(float(xp.abs(r0).max()), float(xp.abs(s0).max()) / scale)
+        if defect <= tol:
+            return lam, X, True
+        if step == SPECTRAL_MAX_STEPS or not defect <= DIVERGED:
+            return lam, X, False
+        delta = 2 * (_frobenius(s0) + scale * _frobenius(r0))
+        lam_j = lam[None, :]
+        differences = lam_j - lam[:, None]
+        gap = xp.abs(_lead(differences))
+        close = (gap <= delta) | (xp.abs(s0 + l0[None, :] * r0) > CLUSTER_CORRECTION * gap)
+        E = _select(~close, (S + lam_j * Rm) / _select(close, eye + 1, differences), Rm * 0.5)
+        X = X + _matmul(X, E)
+        for J in _clusters(_host(l0), _host(close)):
+            J = xp.asarray(J)
+            block = (J[:, None], J[None, :])
+            T0 = _lead(S[block] - _like(xp.mean(l0[J]), A) * (eye[block] - Rm[block]))
+            if float(xp.abs(xp.where(offdiag[block], T0, 0.0)).max()) > tol * scale / 2:
+                X[:, J] = _matmul(X[:, J], _orthonormal(_like(xp.linalg.eigh((T0 + T0.T) / 2)[1], A)))
+    raise AssertionError("unreachable")
+
+
+def _symmetrized(a: ExpansionArray, UPLO: str, what: str):
+    """The stacked symmetric matrices (B, n, n) that a's lower (UPLO 'L') or upper ('U') triangle
+    defines, as NumPy's eigh reads them; the batch shape and n."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{what}: UPLO argument must be 'L' or 'U'")
+    w, batch, n = _square_stack(a, what)
+    xp = xp_of(w.terms)
+    keep = xp.tril(xp.ones((n, n), dtype=bool)) if UPLO == "L" else xp.triu(xp.ones((n, n), dtype=bool))
+    return ExpansionArray(xp.where(keep[..., None], w.terms, xp.swapaxes(w.terms, -2, -3))), batch, n
+
+
+def _ascending(lam: ExpansionArray):
+    """The permutation that sorts the (renormalized) expansions lam (n,) ascending (NumPy)."""
+    t = _host(lam.terms).astype(np.float64)
+    return np.lexsort(tuple(t[:, k] for k in range(t.shape[1] - 1, -1, -1)))
+
+
+def _eigh_one(A: ExpansionArray, what: str):
+    """Eigenvalues (ascending) and eigenvectors of one symmetric matrix (n, n)."""
+    n = A.shape[-1]
+    xp = xp_of(A.terms)
+    A0 = _lead(A)
+    if not bool(xp.isfinite(A0).all()):
+        nan = _like(xp.full((n, n + 1), xp.nan), A)
+        return nan[:, 0], nan[:, 1:]
+    l0, X0 = xp.linalg.eigh(A0)
+    scale = float(xp.abs(l0).max()) if n else 0.0
+    if scale == 0:  # the zero matrix
+        return _like(xp.zeros(n), A), _like(xp.eye(n), A)
+    lam, X, converged = _symmetric_refinement(A, _like(X0, A), scale)
+    if not converged:
+        warnings.warn(f"{what}: the refinement of the float64 eigenvectors did not reach the precision of "
+                      f"{A.nterms} terms in {SPECTRAL_MAX_STEPS} steps (eigenvalues too close to resolve, or "
+                      "a too inaccurate float64 start); the result is less accurate", RuntimeWarning,
+                      stacklevel=3)
+    order = xp.asarray(_ascending(lam))
+    return lam[order], X[:, order]
+
+
+try:
+    from numpy.linalg._linalg import EighResult
+except ImportError:  # NumPy < 2
+    from collections import namedtuple
+
+    EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+
+
+@implements(np.linalg.eigh)
+def eigh(a, UPLO: str = "L"):
+    """Eigenvalues and eigenvectors of the stacked symmetric matrices a (..., n, n), as NumPy: an
+    ``EighResult(eigenvalues, eigenvectors)`` with the eigenvalues (..., n) ascending and the
+    eigenvectors the columns of (..., n, n); only the lower (``UPLO='L'``) or upper (``'U'``) triangle
+    is read.
+
+    The float64 eigendecomposition of the leading terms (LAPACK through NumPy or CuPy) refined by
+    Ogita and Aishima's iteration (see the module docstring): every step is four matrix products by
+    exact slices and elementwise operations, until the computed ``max |I - V^T V|`` and the
+    off-diagonal of ``V^T A V`` relative to ||A||_2 are at most ``SPECTRAL_TOLERANCE * n * u``.  Then
+    ``||A V - V diag(w)||_F <= 2 n t ||A||_2 / sqrt(1 - n t)`` (t that tolerance, plus the few u
+    of rounding in the computed defects), and the eigenvalues are within that of A's.  Where the
+    rule is not met in :data:`SPECTRAL_MAX_STEPS` steps it warns (RuntimeWarning) and returns the last
+    iterate."""
+    a = _expansion(a, None, "eigh")
+    A, batch, n = _symmetrized(a, UPLO, "eigh")
+    pairs = [_eigh_one(A[b], "eigh") for b in range(A.shape[0])]
+    xp = xp_of(A.terms)
+    w = ExpansionArray(xp.stack([p[0].terms for p in pairs]) if pairs else xp.zeros((0, n, A.nterms), A.dtype))
+    v = ExpansionArray(xp.stack([p[1].terms for p in pairs]) if pairs else xp.zeros((0, n, n, A.nterms), A.dtype))
+    return EighResult(w.reshape(batch + (n,)), v.reshape(batch + (n, n)))
+
+
+@implements(np.linalg.eigvalsh)
+def eigvalsh(a, UPLO: str = "L"):
+    """The eigenvalues (..., n), ascending, of the stacked symmetric matrices a, as :func:`eigh`."""
+    return eigh(a, UPLO).eigenvalues
