@@ -1,6 +1,6 @@
 """Linear algebra on expansions: ``solve``, ``lu``, ``lu_factor``, ``det``, ``inv``, ``cholesky``, ``qr``,
-``norm``, ``lstsq``, ``eigh``, ``eigvalsh`` (and ``np.linalg.solve``, ``inv``, ``det``, ``cholesky``,
-``qr``, ``norm``, ``lstsq``, ``eigh``, ``eigvalsh`` on ExpansionArrays through NumPy's protocol).
+``norm``, ``lstsq``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``pinv``, ``matrix_rank``, ``cond`` (and
+the ``np.linalg`` functions of those names on ExpansionArrays through NumPy's protocol).
 
 Every routine is a composition of the library's operations (``+ - * /``, :func:`expansions.sqrt`, the
 exact comparisons, :func:`expansions.sum`, :func:`expansions.matmul`), written as loops whose steps
@@ -94,7 +94,8 @@ from .statistics import argmax
 from .statistics import max as _max
 from .statistics import min as _min
 
-__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "eigh", "eigvalsh",
+__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "eigh", "eigvalsh", "svd",
+           "svdvals", "pinv", "matrix_rank", "cond",
            "LinAlgError", "LEAF", "REFINE_MAX_STEPS", "REFINE_TOLERANCE", "SPECTRAL_MAX_STEPS", "SPECTRAL_TOLERANCE",
            "CLUSTER_CORRECTION", "DIVERGED"]
 
@@ -853,3 +854,245 @@ def eigh(a, UPLO: str = "L"):
 def eigvalsh(a, UPLO: str = "L"):
     """The eigenvalues (..., n), ascending, of the stacked symmetric matrices a, as :func:`eigh`."""
     return eigh(a, UPLO).eigenvalues
+
+
+def _svd_refinement(A: ExpansionArray, U: ExpansionArray, V: ExpansionArray, scale: float):
+    """Refinement of approximate singular vectors U (m x m), V (n x n) of A (m x n, m >= n), on
+    Ogita and Aishima's pattern for the SVD: each step computes ``R = I - U^T U``, ``S = I - V^T V``
+    (both made exactly symmetric) and ``T = U^T A V`` by exact-slice products, the singular values
+    ``sigma_i = t_ii / (1 - (r_ii + s_ii) / 2)`` and, while the defects are above the tolerance,
+    ``U <- U + U F``, ``V <- V + V G``: writing U = U*(I + P), V = V*(I + Q) for the exact vectors,
+    the first-order equations ``r_ij = -(p_ij + p_ji)``, ``s_ij = -(q_ij + q_ji)``,
+    ``t_ij = sigma_j p_ji + sigma_i q_ij`` give, for a pair i, j <= n,
+    ``p + q = (a + b) / (sigma_i - sigma_j)`` and ``p - q = (b - a) / (sigma_i + sigma_j)`` with
+    ``a = t_ij + sigma_j r_ij``, ``b = t_ji + sigma_j s_ij`` (p = p_ij, q = q_ij), and for i > n,
+    j <= n ``p_ji = t_ij / sigma_j``; F = -P, G = -Q.  A pair of close singular values (within delta,
+    or whose ``p + q`` would exceed :data:`CLUSTER_CORRECTION`: a cluster) gets
+    ``p + q = -(r_ij + s_ij) / 2`` (no common rotation), a pair whose sum is within delta also
+    ``p - q = (s_ij - r_ij) / 2``, a singular value within delta of zero ``p_ji = r_ij / 2`` against
+    the columns of U beyond n (``delta = 2 (||T - Sigma||_F + ||A||_2 (||R||_F + ||S||_F))``).  The
+    singular values within delta of zero, with the columns of U beyond n, are rotated by the float64
+    SVD of their block of T while it has off-diagonal entries above the tolerance; any other cluster
+    whose symmetric block still has off-diagonal entries above the tolerance is rotated (U_J and V_J
+    alike) by its float64 eigenvectors (the rotations made orthonormal as in :func:`eigh`).  Returns
+    (singular values, U, V, converged)."""
+    m, n = A.shape
+    xp = xp_of(A.terms)
+    tol = SPECTRAL_TOLERANCE * m * _unit(A)
+    eye_m, eye_n = _like(xp.eye(m), A), _like(xp.eye(n), A)
+    diag = (xp.arange(n), xp.arange(n))
+    offdiag = ~xp.eye(m, n, dtype=bool)
+    for step in range(SPECTRAL_MAX_STEPS + 1):
+        Rm = _symmetric_part(eye_m - _matmul(_transpose(U), U))
+        Sm = _symmetric_part(eye_n - _matmul(_transpose(V), V))
+        T = _matmul(_transpose(U), _matmul(A, V))
+        sig = T[diag] / (1 - (Rm[diag] + Sm[diag]) * 0.5)
+        r0, s0, t0, g0 = _lead(Rm), _lead(Sm), xp.where(offdiag, _lead(T), 0.0), _lead(sig)
+        defect = max(float(xp.abs(r0).max()), float(xp.abs(s0).max()), float(xp.abs(t0).max()) / scale)
+        if defect <= tol:
+            return sig, U, V, True
+        if step == SPECTRAL_MAX_STEPS or not defect <= DIVERGED:
+            return sig, U, V, False
+        delta = 2 * (_frobenius(t0) + scale * (_frobenius(r0) + _frobenius(s0)))
+        sig_i, sig_j = sig[:, None], sig[None, :]
+        T1, R11 = T[:n], Rm[:n, :n]
+        a = T1 + sig_j * R11
+        b = _transpose(T1) + sig_j * Sm
+        differences, sums = sig_i - sig_j, sig_i + sig_j
+        gap, total = xp.abs(_lead(differences)), xp.abs(_lead(sums))
+        close = (gap <= delta) | (xp.abs(_lead(a + b)) > CLUSTER_CORRECTION * gap)
+        small = total <= delta
+        plus = _select(close, (R11 + Sm) * -0.5, (a + b) / _select(close, eye_n + 1, differences))
+        minus = _select(small, (Sm - R11) * 0.5, (b - a) / _select(small, eye_n + 1, sums))
+        zero = xp.abs(g0) <= delta
+        F = Rm * 0.5
+        F[:n, :n] = (plus + minus) * -0.5
+        G = (plus - minus) * -0.5
+        if m > n:  # the columns of U beyond n: p_ji = t_ij / sigma_j unless sigma_j is close to zero
+            beyond = xp.broadcast_to(zero[None, :], (m - n, n))
+            P = T[n:] / _select(beyond, _like(xp.ones((m - n, n)), A), ExpansionArray(xp.broadcast_to(
+                sig.terms[None], (m - n, n, A.nterms)).copy()))
+            F[n:, :n] = _select(beyond, Rm[n:, :n] * 0.5, Rm[n:, :n] + P)
+            F[:n, n:] = _select(beyond.T, Rm[:n, n:] * 0.5, _transpose(P) * -1)
+        U = U + _matmul(U, F)
+        V = V + _matmul(V, G)
+        Z = xp.flatnonzero(zero)
+        if len(Z):  # the singular values close to zero: rotated by the float64 SVD of their block of T
+            rows = xp.concatenate([Z, xp.arange(n, m)])
+            M0 = _lead(T[rows[:, None], Z[None, :]])
+            if float(xp.abs(xp.where(offdiag[:len(rows), :len(Z)], M0, 0.0)).max()) > tol * scale / 2:
+                Wu, _, Wvt = xp.linalg.svd(M0, full_matrices=True)
+                U[:, rows] = _matmul(U[:, rows], _orthonormal(_like(Wu, A)))
+                V[:, Z] = _matmul(V[:, Z], _orthonormal(_like(Wvt.T.copy(), A)))
+        for J in _clusters(_host(g0), _host(close & ~small & ~zero[:, None] & ~zero[None, :])):
+            J = xp.asarray(J)
+            block = (J[:, None], J[None, :])
+            TJ = T1[block]
+            gram = eye_n[block] - (R11[block] + Sm[block]) * 0.5
+            M0 = _lead((TJ + _transpose(TJ)) * 0.5 - _like(xp.mean(g0[J]), A) * gram)
+            if float(xp.abs(xp.where(offdiag[:n, :n][block], M0, 0.0)).max()) > tol * scale / 2:
+                W = _orthonormal(_like(xp.linalg.eigh((M0 + M0.T) / 2)[1], A))
+                U[:, J] = _matmul(U[:, J], W)
+                V[:, J] = _matmul(V[:, J], W)
+    raise AssertionError("unreachable")
+
+
+def _svd_one(A: ExpansionArray, what: str):
+    """``(U (m x m), s (k,), V (n x n))`` of one matrix, s descending, k = min(m, n)."""
+    m, n = A.shape
+    if m < n:
+        V, s, U = _svd_one(_transpose(A), what)
+        return U, s, V
+    xp = xp_of(A.terms)
+    A0 = _lead(A)
+    if not bool(xp.isfinite(A0).all()):
+        nan = _like(xp.full((m + n, m + 1), xp.nan), A)
+        return nan[:m, :m], nan[0, :n], nan[m:, :n]
+    if n == 0:
+        return _like(xp.eye(m), A), _like(xp.zeros(0), A), _like(xp.eye(0), A)
+    U0, s0, V0t = xp.linalg.svd(A0, full_matrices=True)
+    scale = float(s0[0])
+    if scale == 0:  # the zero matrix
+        return _like(xp.eye(m), A), _like(xp.zeros(n), A), _like(xp.eye(n), A)
+    s, U, V, converged = _svd_refinement(A, _like(U0, A), _like(V0t.T.copy(), A), scale)
+    if not converged:
+        warnings.warn(f"{what}: the refinement of the float64 singular vectors did not reach the precision of "
+                      f"{A.nterms} terms in {SPECTRAL_MAX_STEPS} steps (singular values too close to resolve, "
+                      "or a too inaccurate float64 start); the result is less accurate", RuntimeWarning, stacklevel=3)
+    negative = _lead(s) < 0  # a zero singular value may come out as -(a few u ||A||): flip its v
+    s = _select(negative, -s, s)
+    V = _select(negative[None, :], -V, V)
+    order = xp.asarray(_ascending(s)[::-1].copy())
+    U = ExpansionArray(xp.concatenate([U[:, order].terms, U[:, n:].terms], axis=1))
+    return U, s[order], V[:, order]
+
+
+try:
+    from numpy.linalg._linalg import SVDResult
+except ImportError:  # NumPy < 2
+    from collections import namedtuple
+
+    SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+@implements(np.linalg.svd)
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """The singular value decomposition of the stacked matrices a (..., m, n), as NumPy: an
+    ``SVDResult(U, S, Vh)`` with ``a = U diag(S) Vh``, S (..., k) descending (k = min(m, n)), U
+    (..., m, m) and Vh (..., n, n) orthogonal (``full_matrices=False``: (..., m, k) and (..., k, n));
+    ``compute_uv=False`` returns S alone.  ``hermitian`` is accepted and changes nothing.
+
+    The float64 SVD of the leading terms (LAPACK through NumPy or CuPy) refined by exact-slice
+    products (see the module docstring) until ``max |I - U^T U|``, ``max |I - V^T V|`` and the
+    off-diagonal of ``U^T a V`` relative to the largest singular value are at most
+    ``SPECTRAL_TOLERANCE * max(m, n) * u``; the full U is refined also for reduced output (work
+    about ``m^3``).  Then ``||a V - U diag(S)||`` and ``||a^T U - V diag(S)||`` are of the order of
+    ``max(m, n)^2 t ||a||_2`` (t that tolerance), and every singular value is within that of a's.
+    Where the rule is not met in :data:`SPECTRAL_MAX_STEPS` steps it warns (RuntimeWarning)."""
+    del hermitian
+    a = _expansion(a, None, "svd")
+    if a.ndim < 2:
+        raise LinAlgError(f"svd: {a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    k = min(m, n)
+    xp = xp_of(a.terms)
+    stack = a.reshape((math.prod(batch), m, n))
+    parts = [_svd_one(stack[b], "svd") for b in range(stack.shape[0])]
+
+    def stacked(i, rows, cols):
+        terms = [p[i].terms[:rows, :cols] if cols is not None else p[i].terms[:rows] for p in parts]
+        shape = (len(parts), rows) + (() if cols is None else (cols,)) + (a.nterms,)
+        t = xp.stack(terms) if terms else xp.zeros(shape, a.dtype)
+        return ExpansionArray(xp.ascontiguousarray(t)).reshape(batch + shape[1:-1])
+
+    s = stacked(1, k, None)
+    if not compute_uv:
+        return s
+    U = stacked(0, m, m if full_matrices else k)
+    Vh = _transpose(stacked(2, n, n if full_matrices else k))
+    return SVDResult(U, s, Vh)
+
+
+if hasattr(np.linalg, "svdvals"):
+    @implements(np.linalg.svdvals)
+    def svdvals(x):
+        """The singular values (..., k), descending, as :func:`svd` with ``compute_uv=False``."""
+        return svd(x, compute_uv=False)
+else:  # NumPy < 2
+    def svdvals(x):
+        """The singular values (..., k), descending, as :func:`svd` with ``compute_uv=False``."""
+        return svd(x, compute_uv=False)
+
+
+def _relative_cutoff(a: ExpansionArray, rtol):
+    """NumPy's ``rtol`` for pinv and matrix_rank: given, or ``max(m, n) * u`` (the expansions'
+    precision in place of float64's eps)."""
+    return max(a.shape[-2:]) * _unit(a) if rtol is None else rtol
+
+
+@implements(np.linalg.pinv)
+def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse of the stacked matrices a (..., m, n), as NumPy: ``V
+    diag(1/s) U^T`` from :func:`svd`, the singular values at most ``rcond * max(s)`` counted as zero.
+    ``rcond`` and ``rtol`` are the same cutoff (NumPy's two names; not both); by default
+    ``max(m, n) * u`` with u the expansions' precision (NumPy uses float64's eps).  ``hermitian`` is
+    accepted and changes nothing."""
+    del hermitian
+    if rcond is not None and rtol is not None:
+        raise ValueError("`rtol` and `rcond` can't be both set.")
+    a = _expansion(a, None, "pinv")
+    if a.ndim < 2:
+        raise LinAlgError(f"pinv: {a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    cutoff = _relative_cutoff(a, rtol if rcond is None else rcond)
+    U, s, Vh = svd(a, full_matrices=False)
+    xp = xp_of(s.terms)
+    if s.shape[-1] == 0:
+        return ExpansionArray(xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2], a.nterms), a.dtype))
+    large = compare("gt", s, s[..., :1] * xp.asarray(cutoff)[..., None])
+    inverse = _select(xp.asarray(large), 1 / _select(xp.asarray(large), s, s * 0 + 1), s * 0)
+    return _matmul(_transpose(Vh) * inverse[..., None, :], _transpose(U))
+
+
+@implements(np.linalg.matrix_rank)
+def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None):
+    """The rank of the stacked matrices A (..., m, n), as NumPy: the number of singular values
+    (:func:`svd`) above ``tol``, by default ``max(s) * rtol`` with ``rtol`` by default
+    ``max(m, n) * u`` (u the expansions' precision; NumPy uses float64's eps).  A 1-D or 0-D A has
+    rank 1 unless it is all zero.  ``hermitian`` is accepted and changes nothing."""
+    del hermitian
+    if rtol is not None and tol is not None:
+        raise ValueError("`tol` and `rtol` can't be both set.")
+    A = _expansion(A, None, "matrix_rank")
+    xp = xp_of(A.terms)
+    if A.ndim < 2:
+        return int(_any(compare("ne", A, 0)))
+    s = svd(A, compute_uv=False)
+    if s.shape[-1] == 0:
+        return np.zeros(A.shape[:-2], dtype=np.intp)[()]
+    if tol is None:
+        threshold = s[..., :1] * xp.asarray(_relative_cutoff(A, rtol))[..., None]
+    else:
+        threshold = xp.asarray(tol)[..., None]
+    return xp.count_nonzero(xp.asarray(compare("gt", s, threshold)), axis=-1)[()]
+
+
+@implements(np.linalg.cond)
+def cond(x, p=None):
+    """The condition number of the stacked matrices x, as NumPy: for p None or 2 the ratio of the
+    largest to the smallest singular value (:func:`svd`), for -2 its inverse, for 'fro', 1, -1, inf,
+    -inf ``norm(x, p) * norm(inv(x), p)`` (inf where x is exactly singular)."""
+    x = _expansion(x, None, "cond")
+    if x.ndim < 2:
+        raise LinAlgError(f"cond: {x.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if 0 in x.shape[-2:]:
+        raise LinAlgError("cond is not defined on empty arrays")
+    if p is None or p in (2, -2):
+        s = svd(x, compute_uv=False)
+        return s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    try:
+        inverse = inv(x)
+    except LinAlgError:
+        xp = xp_of(x.terms)
+        return _like(xp.full(x.shape[:-2], xp.inf), x)
+    return norm(x, p, axis=(-2, -1)) * norm(inverse, p, axis=(-2, -1))

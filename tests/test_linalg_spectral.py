@@ -1,8 +1,9 @@
-"""eigh and eigvalsh (refinement of the float64 eigendecomposition): eigenvalues against mpmath at
-the same precision plus 20 bits, and, exactly (integers), the residual ||A V - V diag(w)||_F and the
-orthogonality defect ||V^T V - I||_F at most n 2^4 u (relative to ||A||_2 for the residual) on random,
-graded, nearly singular, clustered, Hilbert and exactly double-eigenvalue matrices; NumPy's
-signatures through np.linalg."""
+"""eigh, eigvalsh, svd, svdvals, pinv, matrix_rank, cond (refinement of float64 LAPACK on exact-slice
+products): eigen- and singular values against mpmath at the same precision plus 20 bits, and, exactly
+(integers), the residuals ||A V - V diag(w)||_F, ||A - U diag(s) V^T||_F and the orthogonality
+defects at most N 2^4 u (relative to ||A||_2 for the residuals) on random, graded, nearly singular or
+rank-deficient, clustered, Hilbert and exactly double-eigenvalue matrices; NumPy's signatures through
+np.linalg."""
 
 from __future__ import annotations
 
@@ -155,3 +156,140 @@ def test_eigh_warns_when_the_refinement_stops_short(monkeypatch):
     monkeypatch.setattr(la, "SPECTRAL_MAX_STEPS", 0)
     with pytest.warns(RuntimeWarning, match="did not reach"):
         la.eigh(ex.array(matrix("random", 6, 1), terms=2))
+
+
+def rectangular(kind: str, m: int, n: int, seed: int) -> np.ndarray:
+    """float64 test matrices for the SVD (given exactly to every R)."""
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((m, n))
+    if kind == "random":
+        return M
+    if kind == "graded":  # rows scaled over +-30 binades
+        return M * np.ldexp(1.0, rng.integers(-30, 31, m))[:, None]
+    if kind == "rank":  # an exact product of small integers: rank 2 exactly (other singular values 0)
+        return rng.integers(-3, 4, (m, 2)).astype(float) @ rng.integers(-3, 4, (2, n)).astype(float)
+    if kind == "clustered":  # singular values 2, ..., 1 with a gap of 1e-13, rounded to float64
+        k = min(m, n)
+        sv = np.linspace(2.0, 1.0, k)
+        sv[1] = sv[2] + 1e-13
+        return np.linalg.qr(M)[0][:, :k] @ np.diag(sv) @ np.linalg.qr(rng.standard_normal((n, n)))[0][:k]
+    if kind == "hilbert":
+        return 1.0 / (np.arange(m)[:, None] + np.arange(n)[None, :] + 1)
+    raise ValueError(kind)
+
+
+def check_svd(A, U, s, Vh, c: int = BOUND):
+    """Exactly, N = max(m, n): ||A - U diag(s) Vh||_F <= c N u s_0, ||U^T U - I||_F and
+    ||Vh Vh^T - I||_F <= c N u; s descending and nonnegative."""
+    m, n = A.shape
+    k = s.shape[0]
+    N = max(m, n)
+    u = _u(A.nterms, A.dtype)
+    Ai, sa = _scaled(A)
+    Ui, su = _scaled(U)
+    si, ss = _scaled(s)
+    Vi, sv = _scaled(Vh)
+    assert all(si[j] >= si[j + 1] for j in range(k - 1)) and all(x >= 0 for x in si)
+    t = su + ss + sv
+    product = (Ui[:, :k] * si[None, :]).dot(Vi[:k]) if k else np.zeros((m, n), dtype=object)
+    res = Ai * 2 ** (t - sa) - product if t >= sa else Ai - product * 2 ** (sa - t)
+    scale = (si[0] if k else 0) * 2 ** max(t - ss, sa - ss)
+    assert sum(x * x for x in res.flat) <= (c * N * u * scale) ** 2
+    for Q, q, rows in ((Ui.T, su, U.shape[1]), (Vi, sv, Vh.shape[0])):
+        defect = Q.dot(Q.T) - np.eye(rows, dtype=object) * 2 ** (2 * q)
+        assert sum(x * x for x in defect.flat) <= (c * N * u * 2 ** (2 * q)) ** 2
+
+
+@pytest.mark.parametrize("R", [2, 3, 4])
+@pytest.mark.parametrize("kind", ["random", "graded", "rank", "clustered", "hilbert"])
+def test_svd_residual_and_orthogonality(kind, R):
+    for m, n in ((7, 5), (4, 6)):
+        A = ex.array(rectangular(kind, m, n, 10 * R + m), terms=R)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            U, s, Vh = la.svd(A)
+        assert U.shape == (m, m) and s.shape == (min(m, n),) and Vh.shape == (n, n)
+        check_svd(A, U, s, Vh)
+
+
+@pytest.mark.parametrize("R", [2, 3, 4])
+def test_singular_values_against_mpmath(R):
+    """|s_i - mpmath's| <= N 2^4 u s_0 (mpmath.svd_r at 53 R + 20 bits)."""
+    A = ex.array(rectangular("random", 6, 4, R), terms=R)
+    s = la.svdvals(A)
+    with mpmath.workprec(53 * R + 20):
+        want = sorted(mpmath.svd_r(mpmath.matrix(np.asarray(A.to_mpmath()).tolist()), compute_uv=False),
+                      reverse=True)
+        got = np.asarray(s.to_mpmath())
+        for g, e in zip(got, want):
+            assert abs(g - e) <= BOUND * 6 * mpmath.mpf(_u(R).numerator) / _u(R).denominator * want[0]
+
+
+def test_svd_reduced_float32_eight_terms_and_numpy():
+    A = ex.array(rectangular("graded", 6, 4, 1).astype(np.float32), terms=2, dtype="float32")
+    check_svd(A, *la.svd(A))
+    A = ex.array(rectangular("random", 5, 4, 2), terms=8)
+    check_svd(A, *la.svd(A))
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((2, 6, 4))
+    A = ex.array(M, terms=2)
+    res = np.linalg.svd(A, full_matrices=False)
+    assert res.U.shape == (2, 6, 4) and res.S.shape == (2, 4) and res.Vh.shape == (2, 4, 4)
+    for b in range(2):  # each matrix of the stack as alone, bit for bit
+        U, s, Vh = la.svd(A[b])
+        assert np.array_equal(np.asarray(res.U[b].terms), np.asarray(U[:, :4].terms))
+        assert np.array_equal(np.asarray(res.S[b].terms), np.asarray(s.terms))
+        assert np.array_equal(np.asarray(res.Vh[b].terms), np.asarray(Vh.terms))
+    assert np.array_equal(np.asarray(np.linalg.svd(A, compute_uv=False).terms), np.asarray(res.S.terms))
+    if hasattr(np.linalg, "svdvals"):
+        assert np.array_equal(np.asarray(np.linalg.svdvals(A).terms), np.asarray(res.S.terms))
+    U, s, Vh = la.svd(ex.zeros((3, 2), terms=2))
+    assert not np.asarray(s.terms).any() and np.array_equal(np.asarray(U.to_float()), np.eye(3))
+    with pytest.raises(np.linalg.LinAlgError):
+        la.svd(ex.array([1.0, 2.0], terms=2))
+
+
+def test_pinv_against_mpmath():
+    """Full column rank: pinv = (A^T A)^-1 A^T, within 2^6 N u cond(A)^2 (mpmath at 300 bits)."""
+    for R in (2, 4):
+        M = rectangular("random", 6, 4, R)
+        A = ex.array(M, terms=R)
+        P = np.linalg.pinv(A)
+        assert P.shape == (4, 6)
+        with mpmath.workprec(300):
+            Am = mpmath.matrix(np.asarray(A.to_mpmath()).tolist())
+            want = mpmath.inverse(Am.T * Am) * Am.T
+            err = mpmath.mnorm(mpmath.matrix(np.asarray(P.to_mpmath()).tolist()) - want, "F")
+            assert err <= 2 ** 6 * 6 * float(_u(R)) * np.linalg.cond(M) ** 2 * mpmath.mnorm(want, "F")
+    P = la.pinv(ex.array(rectangular("rank", 5, 4, 1), terms=2))  # rank 2: A P A = A
+    A = ex.array(rectangular("rank", 5, 4, 1), terms=2)
+    assert np.abs(np.asarray((A @ P @ A - A).to_float())).max() < 1e-28
+    with pytest.raises(ValueError):
+        la.pinv(A, rcond=1e-10, rtol=1e-10)
+
+
+def test_matrix_rank_and_cond():
+    rng = np.random.default_rng(4)
+    assert la.matrix_rank(ex.array(rectangular("rank", 6, 5, 2), terms=3)) == 2
+    M = rng.standard_normal((6, 5))
+    assert np.linalg.matrix_rank(ex.array(M, terms=2)) == 5
+    assert la.matrix_rank(ex.array(M, terms=2), tol=1e3) == 0
+    assert list(la.matrix_rank(ex.array(np.stack([M, M * 0]), terms=2))) == [5, 0]
+    assert la.matrix_rank(ex.array([0.0, 0.0], terms=2)) == 0 and la.matrix_rank(ex.array([0.0, 1.0], terms=2)) == 1
+    # a rank-5 matrix whose float64 rank is 4: a fifth direction of size 1e-20 (exact in 2 terms)
+    B = np.linalg.qr(rng.standard_normal((6, 5)))[0]
+    A = ex.array(B[:, :4] @ rng.standard_normal((4, 5)), terms=2)
+    A = A + ex.array(np.outer(B[:, 4], np.ones(5)), terms=2) * 1e-20
+    assert np.linalg.matrix_rank(np.asarray(A.terms[..., 0])) == 4
+    assert la.matrix_rank(A) == 5
+    A = ex.array(M, terms=3)
+    with mpmath.workprec(53 * 3 + 20):
+        sv = mpmath.svd_r(mpmath.matrix(np.asarray(A.to_mpmath()).tolist()), compute_uv=False)
+        want = max(sv) / min(sv)
+        assert abs(np.linalg.cond(A).to_mpmath() / want - 1) < 2.0 ** (-52 * 3 + 10)
+        assert abs(la.cond(A, -2).to_mpmath() * want - 1) < 2.0 ** (-52 * 3 + 10)
+    S = ex.array(M[:5], terms=2)
+    assert float(la.cond(S, 1)) == float(la.norm(S, 1) * la.norm(la.inv(S), 1))
+    assert float(la.cond(ex.array([[1.0, 0.0], [0.0, 0.0]], terms=2), "fro")) == np.inf
+    with pytest.raises(np.linalg.LinAlgError):
+        la.cond(ex.zeros((0, 0), terms=2))
