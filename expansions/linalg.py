@@ -62,6 +62,15 @@ steps or the defects exceed :data:`DIVERGED`.  The steps are deterministic given
 (the products are exact-slice products; the float64 quantities that steer them are summed in a fixed
 order), so the result depends on the BLAS and thread count only through LAPACK's start.
 
+``svd`` refines the float64 SVD the same way (A m x n with m >= n, else its transpose): ``R = I -
+U^T U``, ``S = I - V^T V``, ``T = U^T A V``, the singular values ``t_ii / (1 - (r_ii + s_ii) / 2)``
+and corrections ``U <- U + U F``, ``V <- V + V G`` from the first-order equations of those three
+products (see :func:`_svd_refinement`); clusters of close singular values, and the singular values
+close to zero together with the columns of U beyond n, are rotated by the float64 eigen- or singular
+vectors of their blocks.  Same stopping rule (on ``R``, ``S`` and the off-diagonal of ``T``, with
+``max(m, n)``).  ``svdvals``, ``pinv``, ``matrix_rank`` and ``cond`` (2-norm) are built on it, their
+default cutoffs ``max(m, n) * u`` where NumPy uses float64's eps.
+
 Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``: "Singular matrix";
 ``det`` returns 0 instead) and a matrix that is not positive definite (``cholesky``) raise
 ``numpy.linalg.LinAlgError``; NaN in the input gives NaN in the result (no exception, no hang).
