@@ -99,6 +99,24 @@ def test_eigh_residual_and_orthogonality(kind, R):
 
 
 @pytest.mark.parametrize("R", [2, 3, 4])
+def test_eigh_resolves_eigenvalues_float64_cannot_separate(R):
+    """Eigenvalues 1 and 1 + 2^-70 (a double eigenvalue to float64) and 2, ..., 7, in an exactly
+    orthogonal dyadic basis, so that A holds exactly in 2 terms: both found to n 2^4 u ||A||, with
+    eigenvectors passing the residual and orthogonality checks."""
+    n = 8
+    rng = np.random.default_rng(R)
+    H = (_householder(n, rng) @ _householder(n, rng)).astype(object)
+    H = np.vectorize(Fraction, otypes=[object])(H)
+    d = [Fraction(1), 1 + Fraction(1, 2 ** 70)] + [Fraction(k) for k in range(2, n)]
+    A = ex.array(H.dot(np.diag(np.array(d, dtype=object))).dot(H.T), terms=R)
+    assert abs(np.diff(np.linalg.eigvalsh(np.asarray(A.terms[..., 0]))[:2])) < 2 ** -40  # float64: double
+    w, V = la.eigh(A)
+    check_eigh(A, w, V)
+    got = np.asarray(w.to_fraction())
+    assert all(abs(g - e) <= BOUND * n * _u(R) * (n - 1) for g, e in zip(got, d))
+
+
+@pytest.mark.parametrize("R", [2, 3, 4])
 def test_eigenvalues_against_mpmath(R):
     """Well separated spectra: |w_i - mpmath's| <= n 2^4 u ||A||_2 (mpmath.eigsy at 53 R + 20 bits)."""
     n = 7
