@@ -50,8 +50,8 @@ corrections, which come from LAPACK.
 35, 2018, and part II on clustered eigenvalues, 2019), whose steps are matrix products by exact
 slices: with ``R = I - X^T X`` and ``S = X^T A X`` (both made exactly symmetric), the eigenvalues
 are ``lambda_i = s_ii / (1 - r_ii)`` and ``X <- X + X E`` with ``e_ij = (s_ij + lambda_j r_ij) /
-(lambda_j - lambda_i)``; pairs closer than ``delta = 2 (||S - D||_F + ||A||_2 ||R||_F)``, or whose
-correction would exceed :data:`CLUSTER_CORRECTION`, get ``e_ij = r_ij / 2`` and form clusters, and a
+(lambda_j - lambda_i)``; pairs whose eigenvalues differ by at most the tolerance below times ||A||_2,
+or whose correction would exceed :data:`CLUSTER_CORRECTION`, get ``e_ij = r_ij / 2`` and form clusters, and a
 cluster whose shifted block ``X_J^T (A - mu I) X_J`` still has off-diagonal entries above the
 tolerance is rotated by that block's float64 eigenvectors (made orthonormal to the working precision
 by Newton-Schulz steps).  It stops when ``max |R|`` and ``max_{i != j} |s_ij| / ||A||_2`` are at most
@@ -667,7 +667,7 @@ SPECTRAL_MAX_STEPS = 16
 SPECTRAL_TOLERANCE = 8
 #: Pairs of eigen- or singular values whose first-order correction ``e_ij`` would exceed this are
 #: refined together as a cluster (the float64 start cannot separate their vectors well enough).
-CLUSTER_CORRECTION = 2.0 ** -12
+CLUSTER_CORRECTION = 2.0 ** -26
 #: The refinement gives up (and warns) when its defect exceeds this: the iterate is no longer close
 #: to an orthonormal basis of eigen- or singular vectors.
 DIVERGED = 2.0 ** -10
@@ -751,10 +751,13 @@ def _symmetric_refinement(A: ExpansionArray, X: ExpansionArray, scale: float):
     of part II, 2019).  ``scale`` is ||A||_2 in float64 (the largest |eigenvalue| of the start).
     Returns (eigenvalues, X, converged): each step computes R = I - X^T X and S = X^T A X (exact-slice
     products), the Rayleigh quotients ``lambda_i = s_ii / (1 - r_ii)`` and, while the defects are above
-    the tolerance, ``X <- X + X E`` with ``e_ij = (s_ij + lambda_j r_ij) / (lambda_j - lambda_i)`` for
-    eigenvalues farther apart than ``delta = 2 (||S - D||_F + ||A|| ||R||_F)`` and ``r_ij / 2`` within
-    clusters; a cluster whose shifted block ``X_J^T (A - mu I) X_J`` still has off-diagonal entries
-    above the tolerance is rotated by that block's float64 eigenvectors."""
+    the tolerance, ``X <- X + X E`` with ``e_ij = (s_ij + lambda_j r_ij) / (lambda_j - lambda_i)``, and
+    ``r_ij / 2`` within clusters: pairs whose eigenvalues differ by at most the tolerance times ||A||
+    (the rounding level) or whose e_ij would exceed :data:`CLUSTER_CORRECTION` (the paper's
+    normwise separation ``2 (||S - D|| + ||A|| ||R||)`` instead would put all the small eigenvalues of
+    a graded matrix in one cluster, whose float64 rotation resolves them only normwise); a cluster
+    whose shifted block ``X_J^T (A - mu I) X_J`` still has off-diagonal entries above the tolerance is
+    rotated by that block's float64 eigenvectors."""
     n = A.shape[-1]
     xp = xp_of(A.terms)
     tol = SPECTRAL_TOLERANCE * n * _unit(A)
@@ -772,12 +775,12 @@ def _symmetric_refinement(A: ExpansionArray, X: ExpansionArray, scale: float):
             return lam, X, True
         if step == SPECTRAL_MAX_STEPS or not defect <= DIVERGED:
             return lam, X, False
-        delta = 2 * (_frobenius(s0) + scale * _frobenius(r0))
         lam_j = lam[None, :]
         differences = lam_j - lam[:, None]
         gap = xp.abs(_lead(differences))
-        close = (gap <= delta) | (xp.abs(s0 + l0[None, :] * r0) > CLUSTER_CORRECTION * gap)
-        E = _select(~close, (S + lam_j * Rm) / _select(close, eye + 1, differences), Rm * 0.5)
+        numerators = S + lam_j * Rm
+        close = (gap <= tol * scale) | (xp.abs(_lead(numerators)) > CLUSTER_CORRECTION * gap)
+        E = _select(~close, numerators / _select(close, eye + 1, differences), Rm * 0.5)
         X = X + _matmul(X, E)
         for J in _clusters(_host(l0), _host(close)):
             J = xp.asarray(J)

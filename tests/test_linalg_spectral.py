@@ -98,6 +98,17 @@ def test_eigh_residual_and_orthogonality(kind, R):
     check_eigh(A, w, V)
 
 
+@pytest.mark.parametrize("n, R, seed", [(16, 4, 120), (33, 3, 36), (16, 8, 24)])
+def test_eigh_graded_larger(n, R, seed):
+    """Graded matrices whose eigenvalues span 1e-32 to 1 relative to ||A||: the small ones are
+    resolved by first-order steps and rotations of the clusters the float64 start leaves."""
+    A = ex.array(matrix("graded", n, seed), terms=R)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        w, V = la.eigh(A)
+    check_eigh(A, w, V)
+
+
 @pytest.mark.parametrize("R", [2, 3, 4])
 def test_eigh_resolves_eigenvalues_float64_cannot_separate(R):
     """Eigenvalues 1 and 1 + 2^-70 (a double eigenvalue to float64) and 2, ..., 7, in an exactly
