@@ -770,7 +770,7 @@ def _symmetric_refinement(A: ExpansionArray, X: ExpansionArray, scale: float):
         S = _symmetric_part(_matmul(XT, _matmul(A, X)))
         lam = S[diag] / (1 - Rm[diag])
         r0, s0, l0 = _lead(Rm), xp.where(offdiag, _lead(S), 0.0), _lead(lam)
-        defect = max(float(xp.abs(r0).max()), float(xp.abs(s0).max()) / scale)
+        defect = max(_frobenius(r0), _frobenius(s0) / scale)
         if defect <= tol:
             return lam, X, True
         if step == SPECTRAL_MAX_STEPS or not defect <= DIVERGED:
@@ -779,8 +779,11 @@ def _symmetric_refinement(A: ExpansionArray, X: ExpansionArray, scale: float):
         differences = lam_j - lam[:, None]
         gap = xp.abs(_lead(differences))
         numerators = S + lam_j * Rm
-        close = (gap <= tol * scale) | (xp.abs(_lead(numerators)) > CLUSTER_CORRECTION * gap)
-        E = _select(~close, numerators / _select(close, eye + 1, differences), Rm * 0.5)
+        coupling = xp.abs(_lead(numerators))
+        coupling = xp.maximum(coupling, coupling.T)  # the same decision for (i, j) and (j, i)
+        close = (gap <= tol * scale) | (coupling > CLUSTER_CORRECTION * gap)
+        rotate = ~close & (coupling > tol * scale / n)  # below: the pair is coupled at the rounding level
+        E = _select(rotate, numerators / _select(rotate, differences, eye + 1), Rm * 0.5)
         X = X + _matmul(X, E)
         for J in _clusters(_host(l0), _host(close)):
             J = xp.asarray(J)
@@ -900,7 +903,7 @@ def _svd_refinement(A: ExpansionArray, U: ExpansionArray, V: ExpansionArray, sca
         T = _matmul(_transpose(U), _matmul(A, V))
         sig = T[diag] / (1 - (Rm[diag] + Sm[diag]) * 0.5)
         r0, s0, t0, g0 = _lead(Rm), _lead(Sm), xp.where(offdiag, _lead(T), 0.0), _lead(sig)
-        defect = max(float(xp.abs(r0).max()), float(xp.abs(s0).max()), float(xp.abs(t0).max()) / scale)
+        defect = max(_frobenius(r0), _frobenius(s0), _frobenius(t0) / scale)
         if defect <= tol:
             return sig, U, V, True
         if step == SPECTRAL_MAX_STEPS or not defect <= DIVERGED:
