@@ -915,10 +915,15 @@ def _svd_refinement(A: ExpansionArray, U: ExpansionArray, V: ExpansionArray, sca
         b = _transpose(T1) + sig_j * Sm
         differences, sums = sig_i - sig_j, sig_i + sig_j
         gap, total = xp.abs(_lead(differences)), xp.abs(_lead(sums))
-        close = (gap <= delta) | (xp.abs(_lead(a + b)) > CLUSTER_CORRECTION * gap)
+        plus_coupling, minus_coupling = xp.abs(_lead(a + b)), xp.abs(_lead(b - a))
+        plus_coupling = xp.maximum(plus_coupling, plus_coupling.T)  # the same decision for (i, j) and (j, i)
+        minus_coupling = xp.maximum(minus_coupling, minus_coupling.T)
+        close = (gap <= delta) | (plus_coupling > CLUSTER_CORRECTION * gap)
         small = total <= delta
-        plus = _select(close, (R11 + Sm) * -0.5, (a + b) / _select(close, eye_n + 1, differences))
-        minus = _select(small, (Sm - R11) * 0.5, (b - a) / _select(small, eye_n + 1, sums))
+        quiet = tol * scale / m  # couplings at the rounding level: orthogonality corrections only
+        solve_plus, solve_minus = ~close & (plus_coupling > quiet), ~small & (minus_coupling > quiet)
+        plus = _select(solve_plus, (a + b) / _select(solve_plus, differences, eye_n + 1), (R11 + Sm) * -0.5)
+        minus = _select(solve_minus, (b - a) / _select(solve_minus, sums, eye_n + 1), (Sm - R11) * 0.5)
         zero = xp.abs(g0) <= delta
         F = Rm * 0.5
         F[:n, :n] = (plus + minus) * -0.5
