@@ -67,12 +67,13 @@ thread count only through LAPACK's start.
 ``svd`` refines the float64 SVD the same way (A m x n with m >= n, else its transpose): ``R = I -
 U^T U``, ``S = I - V^T V``, ``T = U^T A V``, the singular values ``t_ii / (1 - (r_ii + s_ii) / 2)``
 and corrections ``U <- U + U F``, ``V <- V + V G`` from the first-order equations of those three
-products (see :func:`_svd_refinement`); clusters of close singular values, and the singular values
-close to zero together with the columns of U beyond n, are rotated by the float64 eigen- or singular
-vectors of their blocks.  Same stopping rule (on ``R``, ``S`` and the off-diagonal of ``T``, with
-``max(m, n)``).  Known limit: graded matrices (rows over +-30 binades) from n = 16 on may not reach
-the rule at R >= 3 and then warn.  ``svdvals``, ``pinv``, ``matrix_rank`` and ``cond`` (2-norm) are built on it, their
-default cutoffs ``max(m, n) * u`` where NumPy uses float64's eps.
+products (writing U = U*(I - F), V = V*(I - G) for exact singular vectors: ``r_ij = f_ij + f_ji``,
+``s_ij = g_ij + g_ji``, ``t_ij = -(sigma_j f_ji + sigma_i g_ij)`` off the diagonal); clusters of
+close singular values, and the singular values close to zero together with the columns of U beyond
+n, are rotated by the float64 eigen- or singular vectors of their blocks.  Same stopping rule (on
+``R``, ``S`` and the off-diagonal of ``T``, with ``max(m, n)``).  ``svdvals``, ``pinv``,
+``matrix_rank`` and ``cond`` (2-norm) are built on it, their default cutoffs ``max(m, n) * u`` where
+NumPy uses float64's eps.
 
 Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``: "Singular matrix";
 ``det`` returns 0 instead) and a matrix that is not positive definite (``cholesky``) raise
@@ -885,15 +886,18 @@ def _svd_refinement(A: ExpansionArray, U: ExpansionArray, V: ExpansionArray, sca
     ``t_ij = sigma_j p_ji + sigma_i q_ij`` give, for a pair i, j <= n,
     ``p + q = (a + b) / (sigma_i - sigma_j)`` and ``p - q = (b - a) / (sigma_i + sigma_j)`` with
     ``a = t_ij + sigma_j r_ij``, ``b = t_ji + sigma_j s_ij`` (p = p_ij, q = q_ij), and for i > n,
-    j <= n ``p_ji = t_ij / sigma_j``; F = -P, G = -Q.  A pair of close singular values (within delta,
-    or whose ``p + q`` would exceed :data:`CLUSTER_CORRECTION`: a cluster) gets
-    ``p + q = -(r_ij + s_ij) / 2`` (no common rotation), a pair whose sum is within delta also
-    ``p - q = (s_ij - r_ij) / 2``, a singular value within delta of zero ``p_ji = r_ij / 2`` against
-    the columns of U beyond n (``delta = 2 (||T - Sigma||_F + ||A||_2 (||R||_F + ||S||_F))``).  The
-    singular values within delta of zero, with the columns of U beyond n, are rotated by the float64
-    SVD of their block of T while it has off-diagonal entries above the tolerance; any other cluster
-    whose symmetric block still has off-diagonal entries above the tolerance is rotated (U_J and V_J
-    alike) by its float64 eigenvectors (the rotations made orthonormal as in :func:`eigh`).  Returns
+    j <= n ``p_ji = t_ij / sigma_j``; F = -P, G = -Q.  A pair of close singular values (within
+    ``delta = 2 (||T - Sigma||_F + ||A||_2 (||R||_F + ||S||_F))``, or whose ``p + q`` would exceed
+    :data:`CLUSTER_CORRECTION`: a cluster) gets ``p + q = -(r_ij + s_ij) / 2`` (no common rotation);
+    a pair whose sum is at the rounding level (the tolerance times ||A||_2) or whose ``p - q`` would
+    exceed CLUSTER_CORRECTION gets ``p - q = (s_ij - r_ij) / 2``, and its singular values count as
+    close to zero, like those at the rounding level and those whose ``p_ji`` against a column of U
+    beyond n would exceed CLUSTER_CORRECTION; these get ``p_ji = r_ij / 2`` against those columns.
+    A pair coupled only at the rounding level gets the orthogonality corrections alone.  The singular
+    values close to zero, with the columns of U beyond n, are rotated by the float64 SVD of their
+    block of T while it has off-diagonal entries above the tolerance; any other cluster whose
+    symmetric block still has off-diagonal entries above the tolerance is rotated (U_J and V_J alike)
+    by its float64 eigenvectors (the rotations made orthonormal as in :func:`eigh`).  Returns
     (singular values, U, V, converged)."""
     m, n = A.shape
     xp = xp_of(A.terms)
@@ -923,12 +927,15 @@ def _svd_refinement(A: ExpansionArray, U: ExpansionArray, V: ExpansionArray, sca
         plus_coupling = xp.maximum(plus_coupling, plus_coupling.T)  # the same decision for (i, j) and (j, i)
         minus_coupling = xp.maximum(minus_coupling, minus_coupling.T)
         close = (gap <= delta) | (plus_coupling > CLUSTER_CORRECTION * gap)
-        small = total <= delta
+        small = (total <= tol * scale) | (minus_coupling > CLUSTER_CORRECTION * total)
         quiet = tol * scale / m  # couplings at the rounding level: orthogonality corrections only
         solve_plus, solve_minus = ~close & (plus_coupling > quiet), ~small & (minus_coupling > quiet)
         plus = _select(solve_plus, (a + b) / _select(solve_plus, differences, eye_n + 1), (R11 + Sm) * -0.5)
         minus = _select(solve_minus, (b - a) / _select(solve_minus, sums, eye_n + 1), (Sm - R11) * 0.5)
-        zero = xp.abs(g0) <= delta
+        zero = xp.abs(g0) <= tol * scale
+        if m > n:
+            zero |= (xp.abs(t0[n:]) > CLUSTER_CORRECTION * xp.abs(g0)[None, :]).any(axis=0)
+        zero |= (small & ~xp.eye(n, dtype=bool)).any(axis=0)
         F = Rm * 0.5
         F[:n, :n] = (plus + minus) * -0.5
         G = (plus - minus) * -0.5

@@ -241,6 +241,16 @@ def test_svd_residual_and_orthogonality(kind, R):
         check_svd(A, U, s, Vh)
 
 
+@pytest.mark.parametrize("m, n, R, seed", [(16, 16, 3, 35), (16, 18, 4, 38), (36, 33, 4, 73)])
+def test_svd_graded_and_rank_deficient_larger(m, n, R, seed):
+    """Graded (rows over +-30 binades) and rank-2 matrices at n = 16 to 36."""
+    A = ex.array(rectangular("graded" if m < 30 else "rank", m, n, seed), terms=R)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        U, s, Vh = la.svd(A)
+    check_svd(A, U, s, Vh)
+
+
 @pytest.mark.parametrize("R", [2, 3, 4])
 def test_singular_values_against_mpmath(R):
     """|s_i - mpmath's| <= N 2^4 u s_0 (mpmath.svd_r at 53 R + 20 bits)."""
