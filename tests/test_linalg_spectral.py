@@ -98,6 +98,7 @@ def test_eigh_residual_and_orthogonality(kind, R):
     check_eigh(A, w, V)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, R, seed", [(16, 4, 120), (33, 3, 36), (16, 8, 24)])
 def test_eigh_graded_larger(n, R, seed):
     """Graded matrices whose eigenvalues span 1e-32 to 1 relative to ||A||: the small ones are
@@ -241,6 +242,7 @@ def test_svd_residual_and_orthogonality(kind, R):
         check_svd(A, U, s, Vh)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m, n, R, seed", [(16, 16, 3, 35), (16, 18, 4, 38), (36, 33, 4, 73)])
 def test_svd_graded_and_rank_deficient_larger(m, n, R, seed):
     """Graded (rows over +-30 binades) and rank-2 matrices at n = 16 to 36."""
