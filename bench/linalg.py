@@ -35,6 +35,13 @@ untimed call of every operation per R at a small size (which compiles the engine
 
 writes ``bench/results/linalg_<device>.md`` (tables, the issue's goals met or not, the GPU estimate),
 ``.json`` (every timing) and ``.log`` (this run's output).
+
+    python -m bench.linalg --spectral  # eigh and svd only: n = 50, 200; R = 2, 4 (printed, no files)
+
+times ``expansions.linalg.eigh`` (random symmetric matrices) and ``svd`` (random square ones) beside
+NumPy's float64 ``eigh`` and ``svd`` on the leading terms and mpmath's ``eigsy`` and ``svd_r`` at
+53 R bits (n <= ``--spectral-mpmath-n``), in this process with the threads the environment gives
+(set ``OPENBLAS_NUM_THREADS`` etc. to 1 for one core).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ import subprocess
 import sys
 import time
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 import mpmath
@@ -266,6 +274,37 @@ def ill_conditioned(n: int, cond: float, seed: int = 7) -> dict:
 # the report
 
 
+def spectral(ns, rs, repeats: int, mpmath_n: int) -> list:
+    """``--spectral``: one record per (n, R) with the seconds of eigh and svd in expansions, NumPy's
+    float64 eigh and svd, and mpmath's eigsy and svd_r at 53 R bits where n <= mpmath_n (printed as
+    it goes)."""
+    records = []
+    for n in ns:
+        rng = np.random.default_rng(n)
+        M = rng.standard_normal((n, n))
+        S = M + M.T
+        base = {"numpy_eigh": timed(partial(np.linalg.eigh, S), repeats),
+                "numpy_svd": timed(partial(np.linalg.svd, M), repeats)}
+        for R in rs:
+            A, B = ex.array(S, terms=R), ex.array(M, terms=R)
+            la.eigh(A[:4, :4]), la.svd(B[:4, :4])  # compile the engine's kernels for R
+            rec = {"n": n, "R": R, **base, "eigh": timed(partial(la.eigh, A), repeats),
+                   "svd": timed(partial(la.svd, B), repeats)}
+            line = (f"n={n} R={R}: eigh {rec['eigh']:.4g} s ({rec['eigh'] / rec['numpy_eigh']:.0f}x NumPy float64"
+                    f" {rec['numpy_eigh']:.3g} s), svd {rec['svd']:.4g} s ({rec['svd'] / rec['numpy_svd']:.0f}x NumPy"
+                    f" float64 {rec['numpy_svd']:.3g} s)")
+            if n <= mpmath_n:
+                with mpmath.workprec(53 * R):
+                    rec["mpmath_eigsy"] = timed(partial(mpmath.eigsy, mpmath.matrix(S.tolist())), 1)
+                    rec["mpmath_svd_r"] = timed(partial(mpmath.svd_r, mpmath.matrix(M.tolist())), 1)
+                line += (f"; mpmath eigsy {rec['mpmath_eigsy']:.3g} s ({rec['mpmath_eigsy'] / rec['eigh']:.0f}x"
+                         f" slower), svd_r {rec['mpmath_svd_r']:.3g} s"
+                         f" ({rec['mpmath_svd_r'] / rec['svd']:.0f}x slower)")
+            print(line, flush=True)
+            records.append(rec)
+    return records
+
+
 def gpu_estimate(n: int, R: int) -> dict:
     """Estimated time of an n x n slice product on an H100 (not measured): the slice products at the
     FP64 tensor-core rate, plus the passes over memory of the folds (a product read, two
@@ -431,7 +470,15 @@ def main(argv=None) -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ill-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    ap.add_argument("--spectral", action="store_true", help="eigh and svd only (printed, no files)")
+    ap.add_argument("--spectral-ns", default="50,200")
+    ap.add_argument("--spectral-rs", default="2,4")
+    ap.add_argument("--spectral-mpmath-n", type=int, default=50)
     args = ap.parse_args(argv)
+    if args.spectral:
+        spectral([int(v) for v in args.spectral_ns.split(",")], [int(v) for v in args.spectral_rs.split(",")],
+                 args.repeats, args.spectral_mpmath_n)
+        return 0
     if args.quick:
         args.ns, args.rs, args.ill_n = "100,300", "2,4", 200
     args.ns = [int(v) for v in str(args.ns).split(",")]

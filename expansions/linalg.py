@@ -1,6 +1,6 @@
 """Linear algebra on expansions: ``solve``, ``lu``, ``lu_factor``, ``det``, ``inv``, ``cholesky``, ``qr``,
-``norm``, ``lstsq`` (and ``np.linalg.solve``, ``inv``, ``det``, ``cholesky``, ``qr``, ``norm``,
-``lstsq`` on ExpansionArrays through NumPy's protocol).
+``norm``, ``lstsq``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``pinv``, ``matrix_rank``, ``cond`` (and
+the ``np.linalg`` functions of those names on ExpansionArrays through NumPy's protocol).
 
 Every routine is a composition of the library's operations (``+ - * /``, :func:`expansions.sqrt`, the
 exact comparisons, :func:`expansions.sum`, :func:`expansions.matmul`), written as loops whose steps
@@ -45,6 +45,36 @@ large for float64 factors, above about 1e15; each step gains about 53 - log2(con
 :data:`REFINE_MAX_STEPS` steps.  The rule is fixed, so the stopping step depends only on the
 corrections, which come from LAPACK.
 
+``eigh`` (symmetric eigenvalue decomposition): the float64 eigendecomposition of the leading terms
+(LAPACK through NumPy or CuPy) refined by Ogita and Aishima's iteration (Japan J. Indust. Appl. Math.
+35, 2018, and part II on clustered eigenvalues, 2019), whose steps are matrix products by exact
+slices: with ``R = I - X^T X`` and ``S = X^T A X`` (both made exactly symmetric), the eigenvalues
+are ``lambda_i = s_ii / (1 - r_ii)`` and ``X <- X + X E`` with ``e_ij = (s_ij + lambda_j r_ij) /
+(lambda_j - lambda_i)``; pairs whose eigenvalues differ by at most the tolerance below times ||A||_2,
+or whose correction would exceed :data:`CLUSTER_CORRECTION`, get ``e_ij = r_ij / 2`` and form clusters, and a
+cluster whose shifted block ``X_J^T (A - mu I) X_J`` still has off-diagonal entries above the
+tolerance is rotated by that block's float64 eigenvectors (made orthonormal to the working precision
+by Newton-Schulz steps); a pair coupled only at the rounding level gets ``r_ij / 2`` alone.  It
+stops when ``||R||_F`` and ``||S - diag(S)||_F / ||A||_2`` (from the leading terms) are at most
+``t = SPECTRAL_TOLERANCE * n * u`` (:data:`SPECTRAL_TOLERANCE` = 8), then ``||A X - X D||_F <= 2 t
+||A||_2 / sqrt(1 - t)`` plus the rounding of the computed R and S (a few n u ||A||_2), from
+``A X - X D = X^-T (S - D + R D)``, whose diagonal vanishes; it warns (RuntimeWarning) where that is
+not reached within :data:`SPECTRAL_MAX_STEPS` steps or the defects exceed :data:`DIVERGED`.  The
+steps are deterministic given the float64 start (the products are exact-slice products; the float64
+quantities that steer them are summed in a fixed order), so the result depends on the BLAS and
+thread count only through LAPACK's start.
+
+``svd`` refines the float64 SVD the same way (A m x n with m >= n, else its transpose): ``R = I -
+U^T U``, ``S = I - V^T V``, ``T = U^T A V``, the singular values ``t_ii / (1 - (r_ii + s_ii) / 2)``
+and corrections ``U <- U + U F``, ``V <- V + V G`` from the first-order equations of those three
+products (writing U = U*(I - F), V = V*(I - G) for exact singular vectors: ``r_ij = f_ij + f_ji``,
+``s_ij = g_ij + g_ji``, ``t_ij = -(sigma_j f_ji + sigma_i g_ij)`` off the diagonal); clusters of
+close singular values, and the singular values close to zero together with the columns of U beyond
+n, are rotated by the float64 eigen- or singular vectors of their blocks.  Same stopping rule (on
+``R``, ``S`` and the off-diagonal of ``T``, with ``max(m, n)``).  ``svdvals``, ``pinv``,
+``matrix_rank`` and ``cond`` (2-norm) are built on it, their default cutoffs ``max(m, n) * u`` where
+NumPy uses float64's eps.
+
 Errors, as NumPy: a non-square matrix, an exactly zero pivot (``solve``, ``inv``: "Singular matrix";
 ``det`` returns 0 instead) and a matrix that is not positive definite (``cholesky``) raise
 ``numpy.linalg.LinAlgError``; NaN in the input gives NaN in the result (no exception, no hang).
@@ -77,8 +107,10 @@ from .statistics import argmax
 from .statistics import max as _max
 from .statistics import min as _min
 
-__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "LinAlgError", "LEAF",
-           "REFINE_MAX_STEPS", "REFINE_TOLERANCE"]
+__all__ = ["solve", "lu", "lu_factor", "det", "inv", "cholesky", "qr", "norm", "lstsq", "eigh", "eigvalsh", "svd",
+           "svdvals", "pinv", "matrix_rank", "cond",
+           "LinAlgError", "LEAF", "REFINE_MAX_STEPS", "REFINE_TOLERANCE", "SPECTRAL_MAX_STEPS", "SPECTRAL_TOLERANCE",
+           "CLUSTER_CORRECTION", "DIVERGED"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -628,3 +660,470 @@ def lstsq(a, b, rcond=None):
     res = bb - a @ x
     residuals = _sum(res * res, axis=0) if m > n else ExpansionArray(xp.zeros((0, a.nterms), a.dtype))
     return (x.reshape((n,)) if vector else x), (residuals.reshape(()) if vector and m > n else residuals), n, None
+
+
+#: Most refinement steps of :func:`eigh` and :func:`svd` after the float64 start; where the
+#: stopping rule is not met by then they warn (RuntimeWarning).
+SPECTRAL_MAX_STEPS = 16
+#: :func:`eigh` and :func:`svd` stop when the computed orthogonality defects and off-diagonal
+#: residuals are at most ``SPECTRAL_TOLERANCE * n * u`` (relative to the largest eigen- or singular
+#: value; u = 2**-((p-1) R)).
+SPECTRAL_TOLERANCE = 8
+#: Pairs of eigen- or singular values whose first-order correction ``e_ij`` would exceed this are
+#: refined together as a cluster (the float64 start cannot separate their vectors well enough).
+CLUSTER_CORRECTION = 2.0 ** -26
+#: The refinement gives up (and warns) when its defect exceeds this: the iterate is no longer close
+#: to an orthonormal basis of eigen- or singular vectors.
+DIVERGED = 2.0 ** -10
+
+
+def _lead(x: ExpansionArray):
+    """The leading terms of x as float64 (NumPy or CuPy)."""
+    return x.terms[..., 0].astype(np.float64)
+
+
+def _select(mask, x: ExpansionArray, y: ExpansionArray) -> ExpansionArray:
+    """The expansion array with x where mask is set, y elsewhere (broadcast)."""
+    xp = xp_of(x.terms)
+    return ExpansionArray(xp.ascontiguousarray(xp.where(mask[..., None], x.terms, y.terms)))
+
+
+def _frobenius(x) -> float:
+    """The Frobenius norm of a float64 array, summed in NumPy's (or CuPy's) fixed pairwise order."""
+    xp = xp_of(x)
+    return float(xp.sqrt(xp.sum(x * x)))
+
+
+def _clusters(values, close):
+    """The groups (index arrays, more than one member) that the pairs marked in ``close`` (n x n,
+    NumPy bool) join, each widened to the run of the values between them in ascending order."""
+    order = np.argsort(values, kind="stable")
+    linked = np.triu(close[np.ix_(order, order)], 1)
+    reach = np.where(linked.any(axis=1), len(order) - 1 - np.argmax(linked[:, ::-1], axis=1), np.arange(len(order)))
+    groups, start, end = [], 0, 0
+    for p in range(len(order)):
+        if p > end:
+            if end > start:
+                groups.append(order[start:end + 1])
+            start = end = p
+        end = max(end, int(reach[p]))
+    if end > start:
+        groups.append(order[start:end + 1])
+    return groups
+
+
+def _host(x):
+    """A NumPy copy of a NumPy or CuPy array."""
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+def _like(x, a: ExpansionArray) -> ExpansionArray:
+    """A float64 array (NumPy or CuPy) rounded to a's terms, dtype and device."""
+    return _array(x, terms=a.nterms, dtype=a.dtype.name, device=a.device)
+
+
+def _unit(a: ExpansionArray) -> float:
+    """u = 2^-((p-1) R) of a's format."""
+    return 2.0 ** (-np.finfo(a.dtype).nmant * a.nterms)
+
+
+def _symmetric_part(x: ExpansionArray) -> ExpansionArray:
+    """(x + x^T) / 2: the computed Gram matrices and Rayleigh quotients made exactly symmetric, so
+    that the corrections of a pair satisfy ``e_ij + e_ji = r_ij`` however close its values are (the
+    products round the (i, j) and (j, i) entries differently)."""
+    return (x + _transpose(x)) * 0.5
+
+
+def _orthonormal(W: ExpansionArray) -> ExpansionArray:
+    """The float64 orthogonal matrix W (k x k, as expansions) made orthonormal to the expansions'
+    precision by the Newton-Schulz steps ``W <- W + W (I - W^T W) / 2`` (each squares the defect),
+    so that rotating a basis by it keeps the basis orthonormal."""
+    k = W.shape[-1]
+    xp = xp_of(W.terms)
+    eye = _like(xp.eye(k), W)
+    for _ in range(SPECTRAL_MAX_STEPS):
+        G = eye - _matmul(_transpose(W), W)
+        if float(xp.abs(_lead(G)).max()) <= k * _unit(W):
+            break
+        W = W + _matmul(W, G) * 0.5
+    return W
+
+
+def _symmetric_refinement(A: ExpansionArray, X: ExpansionArray, scale: float):
+    """Ogita and Aishima's refinement of approximate eigenvectors X (n x n) of the symmetric A
+    (Japan J. Indust. Appl. Math. 35, 2018, Algorithm 1, with the treatment of clustered eigenvalues
+    of part II, 2019).  ``scale`` is ||A||_2 in float64 (the largest |eigenvalue| of the start).
+    Returns (eigenvalues, X, converged): each step computes R = I - X^T X and S = X^T A X (exact-slice
+    products), the Rayleigh quotients ``lambda_i = s_ii / (1 - r_ii)`` and, while the defects are above
+    the tolerance, ``X <- X + X E`` with ``e_ij = (s_ij + lambda_j r_ij) / (lambda_j - lambda_i)``, and
+    ``r_ij / 2`` within clusters: pairs whose eigenvalues differ by at most the tolerance times ||A||
+    (the rounding level) or whose e_ij would exceed :data:`CLUSTER_CORRECTION` (the paper's
+    normwise separation ``2 (||S - D|| + ||A|| ||R||)`` instead would put all the small eigenvalues of
+    a graded matrix in one cluster, whose float64 rotation resolves them only normwise); a cluster
+    whose shifted block ``X_J^T (A - mu I) X_J`` still has off-diagonal entries above the tolerance is
+    rotated by that block's float64 eigenvectors."""
+    n = A.shape[-1]
+    xp = xp_of(A.terms)
+    tol = SPECTRAL_TOLERANCE * n * _unit(A)
+    eye = _like(xp.eye(n), A)
+    diag = (xp.arange(n), xp.arange(n))
+    offdiag = ~xp.eye(n, dtype=bool)
+    for step in range(SPECTRAL_MAX_STEPS + 1):
+        XT = _transpose(X)
+        Rm = _symmetric_part(eye - _matmul(XT, X))
+        S = _symmetric_part(_matmul(XT, _matmul(A, X)))
+        lam = S[diag] / (1 - Rm[diag])
+        r0, s0, l0 = _lead(Rm), xp.where(offdiag, _lead(S), 0.0), _lead(lam)
+        defect = max(_frobenius(r0), _frobenius(s0) / scale)
+        if defect <= tol:
+            return lam, X, True
+        if step == SPECTRAL_MAX_STEPS or not defect <= DIVERGED:
+            return lam, X, False
+        lam_j = lam[None, :]
+        differences = lam_j - lam[:, None]
+        gap = xp.abs(_lead(differences))
+        numerators = S + lam_j * Rm
+        coupling = xp.abs(_lead(numerators))
+        coupling = xp.maximum(coupling, coupling.T)  # the same decision for (i, j) and (j, i)
+        close = (gap <= tol * scale) | (coupling > CLUSTER_CORRECTION * gap)
+        rotate = ~close & (coupling > tol * scale / n)  # below: the pair is coupled at the rounding level
+        E = _select(rotate, numerators / _select(rotate, differences, eye + 1), Rm * 0.5)
+        X = X + _matmul(X, E)
+        for J in _clusters(_host(l0), _host(close)):
+            J = xp.asarray(J)
+            block = (J[:, None], J[None, :])
+            T0 = _lead(S[block] - _like(xp.mean(l0[J]), A) * (eye[block] - Rm[block]))
+            if float(xp.abs(xp.where(offdiag[block], T0, 0.0)).max()) > tol * scale / 2:
+                X[:, J] = _matmul(X[:, J], _orthonormal(_like(xp.linalg.eigh((T0 + T0.T) / 2)[1], A)))
+    raise AssertionError("unreachable")
+
+
+def _symmetrized(a: ExpansionArray, UPLO: str, what: str):
+    """The stacked symmetric matrices (B, n, n) that a's lower (UPLO 'L') or upper ('U') triangle
+    defines, as NumPy's eigh reads them; the batch shape and n."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{what}: UPLO argument must be 'L' or 'U'")
+    w, batch, n = _square_stack(a, what)
+    xp = xp_of(w.terms)
+    keep = xp.tril(xp.ones((n, n), dtype=bool)) if UPLO == "L" else xp.triu(xp.ones((n, n), dtype=bool))
+    return ExpansionArray(xp.where(keep[..., None], w.terms, xp.swapaxes(w.terms, -2, -3))), batch, n
+
+
+def _ascending(lam: ExpansionArray):
+    """The permutation that sorts the (renormalized) expansions lam (n,) ascending (NumPy)."""
+    t = _host(lam.terms).astype(np.float64)
+    return np.lexsort(tuple(t[:, k] for k in range(t.shape[1] - 1, -1, -1)))
+
+
+def _eigh_one(A: ExpansionArray, what: str):
+    """Eigenvalues (ascending) and eigenvectors of one symmetric matrix (n, n)."""
+    n = A.shape[-1]
+    xp = xp_of(A.terms)
+    A0 = _lead(A)
+    if not bool(xp.isfinite(A0).all()):
+        nan = _like(xp.full((n, n + 1), xp.nan), A)
+        return nan[:, 0], nan[:, 1:]
+    l0, X0 = xp.linalg.eigh(A0)
+    scale = float(xp.abs(l0).max()) if n else 0.0
+    if scale == 0:  # the zero matrix
+        return _like(xp.zeros(n), A), _like(xp.eye(n), A)
+    lam, X, converged = _symmetric_refinement(A, _like(X0, A), scale)
+    if not converged:
+        warnings.warn(f"{what}: the refinement of the float64 eigenvectors did not reach the precision of "
+                      f"{A.nterms} terms in {SPECTRAL_MAX_STEPS} steps (eigenvalues too close to resolve, or "
+                      "a too inaccurate float64 start); the result is less accurate", RuntimeWarning,
+                      stacklevel=3)
+    order = xp.asarray(_ascending(lam))
+    return lam[order], X[:, order]
+
+
+try:
+    from numpy.linalg._linalg import EighResult
+except ImportError:  # NumPy < 2
+    from collections import namedtuple
+
+    EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+
+
+@implements(np.linalg.eigh)
+def eigh(a, UPLO: str = "L"):
+    """Eigenvalues and eigenvectors of the stacked symmetric matrices a (..., n, n), as NumPy: an
+    ``EighResult(eigenvalues, eigenvectors)`` with the eigenvalues (..., n) ascending and the
+    eigenvectors the columns of (..., n, n); only the lower (``UPLO='L'``) or upper (``'U'``) triangle
+    is read.
+
+    The float64 eigendecomposition of the leading terms (LAPACK through NumPy or CuPy) refined by
+    Ogita and Aishima's iteration (see the module docstring): every step is four matrix products by
+    exact slices and elementwise operations, until the computed ``||I - V^T V||_F`` and the
+    off-diagonal of ``V^T A V`` relative to ||A||_2 (Frobenius) are at most
+    ``t = SPECTRAL_TOLERANCE * n * u``.  Then ``||A V - V diag(w)||_F <= 2 t ||A||_2 / sqrt(1 - t)``
+    (plus the few n u of rounding in the computed defects), and each eigenvalue of a is within that
+    of a returned one.  Where the
+    rule is not met in :data:`SPECTRAL_MAX_STEPS` steps it warns (RuntimeWarning) and returns the last
+    iterate."""
+    a = _expansion(a, None, "eigh")
+    A, batch, n = _symmetrized(a, UPLO, "eigh")
+    pairs = [_eigh_one(A[b], "eigh") for b in range(A.shape[0])]
+    xp = xp_of(A.terms)
+    w = ExpansionArray(xp.stack([p[0].terms for p in pairs]) if pairs else xp.zeros((0, n, A.nterms), A.dtype))
+    v = ExpansionArray(xp.stack([p[1].terms for p in pairs]) if pairs else xp.zeros((0, n, n, A.nterms), A.dtype))
+    return EighResult(w.reshape(batch + (n,)), v.reshape(batch + (n, n)))
+
+
+@implements(np.linalg.eigvalsh)
+def eigvalsh(a, UPLO: str = "L"):
+    """The eigenvalues (..., n), ascending, of the stacked symmetric matrices a, as :func:`eigh`."""
+    return eigh(a, UPLO).eigenvalues
+
+
+def _svd_refinement(A: ExpansionArray, U: ExpansionArray, V: ExpansionArray, scale: float):
+    """Refinement of approximate singular vectors U (m x m), V (n x n) of A (m x n, m >= n), on
+    Ogita and Aishima's pattern for the SVD: each step computes ``R = I - U^T U``, ``S = I - V^T V``
+    (both made exactly symmetric) and ``T = U^T A V`` by exact-slice products, the singular values
+    ``sigma_i = t_ii / (1 - (r_ii + s_ii) / 2)`` and, while the defects are above the tolerance,
+    ``U <- U + U F``, ``V <- V + V G``: writing U = U*(I + P), V = V*(I + Q) for the exact vectors,
+    the first-order equations ``r_ij = -(p_ij + p_ji)``, ``s_ij = -(q_ij + q_ji)``,
+    ``t_ij = sigma_j p_ji + sigma_i q_ij`` give, for a pair i, j <= n,
+    ``p + q = (a + b) / (sigma_i - sigma_j)`` and ``p - q = (b - a) / (sigma_i + sigma_j)`` with
+    ``a = t_ij + sigma_j r_ij``, ``b = t_ji + sigma_j s_ij`` (p = p_ij, q = q_ij), and for i > n,
+    j <= n ``p_ji = t_ij / sigma_j``; F = -P, G = -Q.  A pair of close singular values (within
+    ``delta = 2 (||T - Sigma||_F + ||A||_2 (||R||_F + ||S||_F))``, or whose ``p + q`` would exceed
+    :data:`CLUSTER_CORRECTION`: a cluster) gets ``p + q = -(r_ij + s_ij) / 2`` (no common rotation);
+    a pair whose sum is at the rounding level (the tolerance times ||A||_2) or whose ``p - q`` would
+    exceed CLUSTER_CORRECTION gets ``p - q = (s_ij - r_ij) / 2``, and its singular values count as
+    close to zero, like those at the rounding level and those whose ``p_ji`` against a column of U
+    beyond n would exceed CLUSTER_CORRECTION; these get ``p_ji = r_ij / 2`` against those columns.
+    A pair coupled only at the rounding level gets the orthogonality corrections alone.  The singular
+    values close to zero, with the columns of U beyond n, are rotated by the float64 SVD of their
+    block of T while it has off-diagonal entries above the tolerance; any other cluster whose
+    symmetric block still has off-diagonal entries above the tolerance is rotated (U_J and V_J alike)
+    by its float64 eigenvectors (the rotations made orthonormal as in :func:`eigh`).  Returns
+    (singular values, U, V, converged)."""
+    m, n = A.shape
+    xp = xp_of(A.terms)
+    tol = SPECTRAL_TOLERANCE * m * _unit(A)
+    eye_m, eye_n = _like(xp.eye(m), A), _like(xp.eye(n), A)
+    diag = (xp.arange(n), xp.arange(n))
+    offdiag = ~xp.eye(m, n, dtype=bool)
+    for step in range(SPECTRAL_MAX_STEPS + 1):
+        Rm = _symmetric_part(eye_m - _matmul(_transpose(U), U))
+        Sm = _symmetric_part(eye_n - _matmul(_transpose(V), V))
+        T = _matmul(_transpose(U), _matmul(A, V))
+        sig = T[diag] / (1 - (Rm[diag] + Sm[diag]) * 0.5)
+        r0, s0, t0, g0 = _lead(Rm), _lead(Sm), xp.where(offdiag, _lead(T), 0.0), _lead(sig)
+        defect = max(_frobenius(r0), _frobenius(s0), _frobenius(t0) / scale)
+        if defect <= tol:
+            return sig, U, V, True
+        if step == SPECTRAL_MAX_STEPS or not defect <= DIVERGED:
+            return sig, U, V, False
+        delta = 2 * (_frobenius(t0) + scale * (_frobenius(r0) + _frobenius(s0)))
+        sig_i, sig_j = sig[:, None], sig[None, :]
+        T1, R11 = T[:n], Rm[:n, :n]
+        a = T1 + sig_j * R11
+        b = _transpose(T1) + sig_j * Sm
+        differences, sums = sig_i - sig_j, sig_i + sig_j
+        gap, total = xp.abs(_lead(differences)), xp.abs(_lead(sums))
+        plus_coupling, minus_coupling = xp.abs(_lead(a + b)), xp.abs(_lead(b - a))
+        plus_coupling = xp.maximum(plus_coupling, plus_coupling.T)  # the same decision for (i, j) and (j, i)
+        minus_coupling = xp.maximum(minus_coupling, minus_coupling.T)
+        close = (gap <= delta) | (plus_coupling > CLUSTER_CORRECTION * gap)
+        small = (total <= tol * scale) | (minus_coupling > CLUSTER_CORRECTION * total)
+        quiet = tol * scale / m  # couplings at the rounding level: orthogonality corrections only
+        solve_plus, solve_minus = ~close & (plus_coupling > quiet), ~small & (minus_coupling > quiet)
+        plus = _select(solve_plus, (a + b) / _select(solve_plus, differences, eye_n + 1), (R11 + Sm) * -0.5)
+        minus = _select(solve_minus, (b - a) / _select(solve_minus, sums, eye_n + 1), (Sm - R11) * 0.5)
+        zero = xp.abs(g0) <= tol * scale
+        if m > n:
+            zero |= (xp.abs(t0[n:]) > CLUSTER_CORRECTION * xp.abs(g0)[None, :]).any(axis=0)
+        zero |= (small & ~xp.eye(n, dtype=bool)).any(axis=0)
+        F = Rm * 0.5
+        F[:n, :n] = (plus + minus) * -0.5
+        G = (plus - minus) * -0.5
+        if m > n:  # the columns of U beyond n: p_ji = t_ij / sigma_j unless sigma_j is close to zero
+            beyond = xp.broadcast_to(zero[None, :], (m - n, n))
+            P = T[n:] / _select(beyond, _like(xp.ones((m - n, n)), A), ExpansionArray(xp.broadcast_to(
+                sig.terms[None], (m - n, n, A.nterms)).copy()))
+            F[n:, :n] = _select(beyond, Rm[n:, :n] * 0.5, Rm[n:, :n] + P)
+            F[:n, n:] = _select(beyond.T, Rm[:n, n:] * 0.5, _transpose(P) * -1)
+        U = U + _matmul(U, F)
+        V = V + _matmul(V, G)
+        Z = xp.flatnonzero(zero)
+        if len(Z):  # the singular values close to zero: rotated by the float64 SVD of their block of T
+            rows = xp.concatenate([Z, xp.arange(n, m)])
+            M0 = _lead(T[rows[:, None], Z[None, :]])
+            if float(xp.abs(xp.where(offdiag[:len(rows), :len(Z)], M0, 0.0)).max()) > tol * scale / 2:
+                Wu, _, Wvt = xp.linalg.svd(M0, full_matrices=True)
+                U[:, rows] = _matmul(U[:, rows], _orthonormal(_like(Wu, A)))
+                V[:, Z] = _matmul(V[:, Z], _orthonormal(_like(Wvt.T.copy(), A)))
+        for J in _clusters(_host(g0), _host(close & ~small & ~zero[:, None] & ~zero[None, :])):
+            J = xp.asarray(J)
+            block = (J[:, None], J[None, :])
+            TJ = T1[block]
+            gram = eye_n[block] - (R11[block] + Sm[block]) * 0.5
+            M0 = _lead((TJ + _transpose(TJ)) * 0.5 - _like(xp.mean(g0[J]), A) * gram)
+            if float(xp.abs(xp.where(offdiag[:n, :n][block], M0, 0.0)).max()) > tol * scale / 2:
+                W = _orthonormal(_like(xp.linalg.eigh((M0 + M0.T) / 2)[1], A))
+                U[:, J] = _matmul(U[:, J], W)
+                V[:, J] = _matmul(V[:, J], W)
+    raise AssertionError("unreachable")
+
+
+def _svd_one(A: ExpansionArray, what: str):
+    """``(U (m x m), s (k,), V (n x n))`` of one matrix, s descending, k = min(m, n)."""
+    m, n = A.shape
+    if m < n:
+        V, s, U = _svd_one(_transpose(A), what)
+        return U, s, V
+    xp = xp_of(A.terms)
+    A0 = _lead(A)
+    if not bool(xp.isfinite(A0).all()):
+        nan = _like(xp.full((m + n, m + 1), xp.nan), A)
+        return nan[:m, :m], nan[0, :n], nan[m:, :n]
+    if n == 0:
+        return _like(xp.eye(m), A), _like(xp.zeros(0), A), _like(xp.eye(0), A)
+    U0, s0, V0t = xp.linalg.svd(A0, full_matrices=True)
+    scale = float(s0[0])
+    if scale == 0:  # the zero matrix
+        return _like(xp.eye(m), A), _like(xp.zeros(n), A), _like(xp.eye(n), A)
+    s, U, V, converged = _svd_refinement(A, _like(U0, A), _like(V0t.T.copy(), A), scale)
+    if not converged:
+        warnings.warn(f"{what}: the refinement of the float64 singular vectors did not reach the precision of "
+                      f"{A.nterms} terms in {SPECTRAL_MAX_STEPS} steps (singular values too close to resolve, "
+                      "or a too inaccurate float64 start); the result is less accurate", RuntimeWarning, stacklevel=3)
+    negative = _lead(s) < 0  # a zero singular value may come out as -(a few u ||A||): flip its v
+    s = _select(negative, -s, s)
+    V = _select(negative[None, :], -V, V)
+    order = xp.asarray(_ascending(s)[::-1].copy())
+    U = ExpansionArray(xp.concatenate([U[:, order].terms, U[:, n:].terms], axis=1))
+    return U, s[order], V[:, order]
+
+
+try:
+    from numpy.linalg._linalg import SVDResult
+except ImportError:  # NumPy < 2
+    from collections import namedtuple
+
+    SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+@implements(np.linalg.svd)
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """The singular value decomposition of the stacked matrices a (..., m, n), as NumPy: an
+    ``SVDResult(U, S, Vh)`` with ``a = U diag(S) Vh``, S (..., k) descending (k = min(m, n)), U
+    (..., m, m) and Vh (..., n, n) orthogonal (``full_matrices=False``: (..., m, k) and (..., k, n));
+    ``compute_uv=False`` returns S alone.  ``hermitian`` is accepted and changes nothing.
+
+    The float64 SVD of the leading terms (LAPACK through NumPy or CuPy) refined by exact-slice
+    products (see the module docstring) until ``||I - U^T U||_F``, ``||I - V^T V||_F`` and the
+    off-diagonal of ``U^T a V`` relative to the largest singular value (Frobenius) are at most
+    ``t = SPECTRAL_TOLERANCE * max(m, n) * u``; the full U is refined also for reduced output (work
+    about ``m^3``).  Then ``||a V - U diag(S)||_F <= 3 t ||a||_2 / sqrt(1 - t)`` (from
+    ``U^T (a V - U Sigma) = T - Sigma + R Sigma``; plus the rounding of the computed defects).
+    Where the rule is not met in :data:`SPECTRAL_MAX_STEPS` steps it warns (RuntimeWarning)."""
+    del hermitian
+    a = _expansion(a, None, "svd")
+    if a.ndim < 2:
+        raise LinAlgError(f"svd: {a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    k = min(m, n)
+    xp = xp_of(a.terms)
+    stack = a.reshape((math.prod(batch), m, n))
+    parts = [_svd_one(stack[b], "svd") for b in range(stack.shape[0])]
+
+    def stacked(i, rows, cols):
+        terms = [p[i].terms[:rows, :cols] if cols is not None else p[i].terms[:rows] for p in parts]
+        shape = (len(parts), rows) + (() if cols is None else (cols,)) + (a.nterms,)
+        t = xp.stack(terms) if terms else xp.zeros(shape, a.dtype)
+        return ExpansionArray(xp.ascontiguousarray(t)).reshape(batch + shape[1:-1])
+
+    s = stacked(1, k, None)
+    if not compute_uv:
+        return s
+    U = stacked(0, m, m if full_matrices else k)
+    Vh = _transpose(stacked(2, n, n if full_matrices else k))
+    return SVDResult(U, s, Vh)
+
+
+if hasattr(np.linalg, "svdvals"):
+    @implements(np.linalg.svdvals)
+    def svdvals(x):
+        """The singular values (..., k), descending, as :func:`svd` with ``compute_uv=False``."""
+        return svd(x, compute_uv=False)
+else:  # NumPy < 2
+    def svdvals(x):
+        """The singular values (..., k), descending, as :func:`svd` with ``compute_uv=False``."""
+        return svd(x, compute_uv=False)
+
+
+def _relative_cutoff(a: ExpansionArray, rtol):
+    """NumPy's ``rtol`` for pinv and matrix_rank: given, or ``max(m, n) * u`` (the expansions'
+    precision in place of float64's eps)."""
+    return max(a.shape[-2:]) * _unit(a) if rtol is None else rtol
+
+
+@implements(np.linalg.pinv)
+def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse of the stacked matrices a (..., m, n), as NumPy: ``V
+    diag(1/s) U^T`` from :func:`svd`, the singular values at most ``rcond * max(s)`` counted as zero.
+    ``rcond`` and ``rtol`` are the same cutoff (NumPy's two names; not both); by default
+    ``max(m, n) * u`` with u the expansions' precision (NumPy uses float64's eps).  ``hermitian`` is
+    accepted and changes nothing."""
+    del hermitian
+    if rcond is not None and rtol is not None:
+        raise ValueError("`rtol` and `rcond` can't be both set.")
+    a = _expansion(a, None, "pinv")
+    if a.ndim < 2:
+        raise LinAlgError(f"pinv: {a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    cutoff = _relative_cutoff(a, rtol if rcond is None else rcond)
+    U, s, Vh = svd(a, full_matrices=False)
+    xp = xp_of(s.terms)
+    if s.shape[-1] == 0:
+        return ExpansionArray(xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2], a.nterms), a.dtype))
+    large = compare("gt", s, s[..., :1] * xp.asarray(cutoff)[..., None])
+    inverse = _select(xp.asarray(large), 1 / _select(xp.asarray(large), s, s * 0 + 1), s * 0)
+    return _matmul(_transpose(Vh) * inverse[..., None, :], _transpose(U))
+
+
+@implements(np.linalg.matrix_rank)
+def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None):
+    """The rank of the stacked matrices A (..., m, n), as NumPy: the number of singular values
+    (:func:`svd`) above ``tol``, by default ``max(s) * rtol`` with ``rtol`` by default
+    ``max(m, n) * u`` (u the expansions' precision; NumPy uses float64's eps).  A 1-D or 0-D A has
+    rank 1 unless it is all zero.  ``hermitian`` is accepted and changes nothing."""
+    del hermitian
+    if rtol is not None and tol is not None:
+        raise ValueError("`tol` and `rtol` can't be both set.")
+    A = _expansion(A, None, "matrix_rank")
+    xp = xp_of(A.terms)
+    if A.ndim < 2:
+        return int(_any(compare("ne", A, 0)))
+    s = svd(A, compute_uv=False)
+    if s.shape[-1] == 0:
+        return np.zeros(A.shape[:-2], dtype=np.intp)[()]
+    if tol is None:
+        threshold = s[..., :1] * xp.asarray(_relative_cutoff(A, rtol))[..., None]
+    else:
+        threshold = xp.asarray(tol)[..., None]
+    return xp.count_nonzero(xp.asarray(compare("gt", s, threshold)), axis=-1)[()]
+
+
+@implements(np.linalg.cond)
+def cond(x, p=None):
+    """The condition number of the stacked matrices x, as NumPy: for p None or 2 the ratio of the
+    largest to the smallest singular value (:func:`svd`), for -2 its inverse, for 'fro', 1, -1, inf,
+    -inf ``norm(x, p) * norm(inv(x), p)`` (inf where x is exactly singular)."""
+    x = _expansion(x, None, "cond")
+    if x.ndim < 2:
+        raise LinAlgError(f"cond: {x.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if 0 in x.shape[-2:]:
+        raise LinAlgError("cond is not defined on empty arrays")
+    if p is None or p in (2, -2):
+        s = svd(x, compute_uv=False)
+        return s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    try:
+        inverse = inv(x)
+    except LinAlgError:
+        xp = xp_of(x.terms)
+        return _like(xp.full(x.shape[:-2], xp.inf), x)
+    return norm(x, p, axis=(-2, -1)) * norm(inverse, p, axis=(-2, -1))
