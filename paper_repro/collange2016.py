@@ -131,15 +131,15 @@ def measure(quick: bool, backend: str, progress: bool = True) -> list[dict]:
     records = []
     on_gpu = backend == "cuda"
     repeats = REPEATS[quick]
-    cpu = backends.cpu_backend()
+    cpu = None if on_gpu else backends.cpu_backend()
+    ours = "cuda" if on_gpu else ("engine" if cpu.name == "engine" else "twins")
     label = "cuda" if on_gpu else backend_label(cpu)
     operands = {}
     for table, R, alg in tqdm(jobs, disable=not progress, leave=False, desc="Tables I-IV"):
         op, scenario = TABLES[table]
         rec = {"table": table, "operation": op, "scenario": scenario, "R": R, "algorithm": alg,
                "paper_mops_k40": paper.get((table, R, alg)), "device": backend,
-               "backend": "cuda" if on_gpu else ("engine" if cpu.name == "engine" else "twins"),
-               "backend_label": label}
+               "backend": ours, "backend_label": label}
         if on_gpu:
             harness = gpu if (op, alg) in gpu.OPS else baselines_gpu
             rec.update(harness.measure(op, alg, R, scenario, quick=quick))
@@ -153,7 +153,7 @@ def measure(quick: bool, backend: str, progress: bool = True) -> list[dict]:
                 x, y = operands[R]
                 secs = time_cpu(f, x, y, repeats)
                 rec.update(expansions=len(x), seconds=secs, mops=len(x) / statistics.median(secs) / 1e6)
-                if cpu.name == "engine":
+                if ours == "engine":
                     n = TWIN_EXPANSIONS[quick]
                     secs = time_cpu(cpu_function(op, alg, R), x[:n], y[:n], repeats)
                     rec.update(spec_backend="twins", spec_expansions=n, spec_seconds=secs,
