@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 import expansions as ex
 
+from . import backends
 from . import elementary as E
 from .dw import ALGORITHMS
 from .slices import SCHEMES, matmul_terms
@@ -39,20 +40,17 @@ COUNT = 64
 
 
 def _pair(R: int, dtype: str):
-
     return (ex.random((COUNT,), terms=R, dtype=dtype, seed=1), ex.random((COUNT,), terms=R, dtype=dtype, seed=2))
 
 
 def _in_unit_interval(R: int, dtype: str):
     """Expansions of values in (0, 1) (in every elementary function's domain), exactly representable."""
-
     return ex.array(np.linspace(0.125, 0.875, COUNT).astype(dtype), terms=R, dtype=dtype)
 
 
 def arithmetic(dtype: str, terms) -> None:
     """The operators (+, -, *, /, negation, comparisons), the fast addition, the square root, the
     renormalization and the reductions (sum, np.sum, dot), at each R of ``terms``."""
-
     for R in terms:
         x, y = _pair(R, dtype)
         results = (x + y, x - y, x * y, x / y, x * y + x, -x, ex.sqrt(abs(x)), ex.sum(x), np.sum(x), ex.dot(x, y),
@@ -65,7 +63,6 @@ def arithmetic(dtype: str, terms) -> None:
 
 def elementary(dtype: str, terms) -> None:
     """Every elementary function of :mod:`expansions.elementary`, at each R of ``terms``."""
-
     for R in terms:
         x = _in_unit_interval(R, dtype)
         for name in E.__all__:
@@ -78,7 +75,6 @@ def double_word(dtype: str, terms) -> None:
     """Every double-word x double-word algorithm (``method=`` of :func:`expansions.add`, ``mul``,
     ``div``, ``sqrt`` at R = 2), raw and renormalized; the library's defaults among them are also
     compiled by :func:`arithmetic` at R = 2.  ``terms`` does not apply (R = 2)."""
-
     x, y = _pair(2, dtype)
     operations = {"add": ex.add, "mul": ex.mul, "div": ex.div}
     for name, algorithm in ALGORITHMS.items():
@@ -110,7 +106,6 @@ def baselines(dtype: str, terms) -> None:
 
 def slices(dtype: str, terms) -> None:
     """The slice products' compiled steps (both schemes; the steps run in float64), at each R of ``terms``."""
-
     for R in terms:
         a = ex.random((4, 3), terms=R, dtype=dtype, seed=1).terms
         b = ex.random((3, 5), terms=R, dtype=dtype, seed=2).terms
@@ -142,11 +137,17 @@ def units(families=DEFAULT_FAMILIES, dtypes=DEFAULT_DTYPES) -> list[str]:
 
 
 def warm_unit(unit: str, terms=DEFAULT_TERMS) -> tuple[str, float, float]:
-    """Run the calls of ``unit`` (``family:dtype``) in this process: (unit, wall seconds, CPU seconds)."""
+    """Run the calls of ``unit`` (``family:dtype``) in this process, on the compiled engine whatever
+    ``EXPANSIONS_CPU`` says (the backend in use is restored after): (unit, wall seconds, CPU seconds)."""
     family, dtype = unit.split(":")
-    t0, c0 = time.perf_counter(), time.process_time()
-    FAMILIES[family][0](dtype, tuple(terms))
-    return unit, time.perf_counter() - t0, time.process_time() - c0
+    before = "engine" if backends.cpu_backend().name == "engine" else "twins"
+    backends.set_cpu_backend("engine")
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        FAMILIES[family][0](dtype, tuple(terms))
+        return unit, time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        backends.set_cpu_backend(before)
 
 
 def _warm_unit(job):

@@ -3,6 +3,7 @@ that the next process loads without compiling."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from expansions import engine, warm
+from expansions import backends, engine, warm
 from expansions.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +46,25 @@ def test_units_are_the_families_times_the_dtypes():
         warm.units(("arithmetics",))
     with pytest.raises(ValueError, match="unknown dtype"):
         warm.units(("arithmetic",), ("float16",))
+
+
+@pytest.mark.skipif(not engine.available(), reason="the compiled engine needs numba")
+def test_a_unit_runs_the_engine_and_restores_the_backend(monkeypatch):
+    """Under ``EXPANSIONS_CPU=twins`` a unit still calls the engine (what it is for), then gives the
+    process its backend back."""
+    called = []
+    real = backends.engine_backend()
+    spy = dataclasses.replace(real, add_safe=lambda *a, **k: called.append(1) or real.add_safe(*a, **k))
+    monkeypatch.setattr(backends, "engine_backend", lambda: spy)
+    monkeypatch.setattr(backends, "_cpu_state", {})
+    monkeypatch.setenv("EXPANSIONS_CPU", "twins")
+    assert backends.cpu_backend().name == "cpu"
+    try:
+        unit, wall, cpu = warm.warm_unit("arithmetic:float64", (4,))
+    finally:
+        assert backends.cpu_backend().name == "cpu"
+        monkeypatch.setattr(backends, "_cpu_state", {})
+    assert unit == "arithmetic:float64" and wall > 0 and cpu > 0 and called
 
 
 @pytest.mark.parametrize("args", [["--families", "nope"], ["--dtype", "float16"]])
