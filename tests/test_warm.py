@@ -67,6 +67,13 @@ def test_a_unit_runs_the_engine_and_restores_the_backend(monkeypatch):
     assert unit == "arithmetic:float64" and wall > 0 and cpu > 0 and called
 
 
+def test_without_the_engine_there_is_nothing_to_compile(monkeypatch, capsys):
+    monkeypatch.setattr(backends, "cpu_backend_reason", lambda: "numba is missing")
+    monkeypatch.setattr(warm, "warm", lambda *a, **k: pytest.fail("nothing should be compiled"))
+    assert main(["warm", "--no-progress"]) == 0
+    assert "nothing to compile" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("args", [["--families", "nope"], ["--dtype", "float16"]])
 def test_the_command_refuses_what_it_does_not_know(args, capsys):
     assert main(["warm", "--no-progress", *args]) == 2
