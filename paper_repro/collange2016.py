@@ -54,10 +54,12 @@ def paper_figures() -> dict:
     return out
 
 
-#: The CPU timings' operands, per mode (quick / full): the default backend gets enough expansions that
-#: its parallel loop's start-up is a small part of the time (terms per operand: count = terms // R,
-#: the first few thousand random expansions repeated), the NumPy twins (the specification) fewer.
+#: The CPU timings' operands, per mode (quick / full): the default backend gets enough expansions for
+#: CALL_SECONDS a call (so that its parallel loop's start-up is a small part of the time), as its
+#: rate on DISTINCT expansions predicts, between DISTINCT and BACKEND_TERMS // R (the first DISTINCT
+#: random expansions repeated); the NumPy twins (the specification) get TWIN_EXPANSIONS.
 BACKEND_TERMS = {True: 2**20, False: 2**22}
+CALL_SECONDS = {True: 0.02, False: 0.05}
 TWIN_EXPANSIONS = {True: 4096, False: 16384}
 REPEATS = {True: 3, False: 5}
 #: Distinct random expansions in the default backend's operands (repeated up to their count).
@@ -122,6 +124,18 @@ def _operands(R: int, count: int):
     return np.tile(x, (reps, 1))[:count].copy(), np.tile(y, (reps, 1))[:count].copy()
 
 
+def _count(f, x, y, seconds: float) -> int:
+    """Expansions of x and y for ``seconds`` a call of f, by the time of a call on the first
+    :data:`DISTINCT` (which also compiles f where it is compiled on first use), within
+    [DISTINCT, len(x)]."""
+    with np.errstate(all="ignore"):
+        f(x[:DISTINCT], y[:DISTINCT])
+        t0 = time.perf_counter()
+        f(x[:DISTINCT], y[:DISTINCT])
+        t = time.perf_counter() - t0
+    return int(min(len(x), max(DISTINCT, DISTINCT * seconds / max(t, 1e-9))))
+
+
 def measure(quick: bool, backend: str, progress: bool = True) -> list[dict]:
     """One record per (table, R, algorithm): our Mop/s (or None where not measured) and where it comes
     from, the paper's, the ratio, and the raw timings; on the CPU also the twins' Mop/s
@@ -151,6 +165,8 @@ def measure(quick: bool, backend: str, progress: bool = True) -> list[dict]:
                 if R not in operands:
                     operands[R] = _operands(R, BACKEND_TERMS[quick] // R)
                 x, y = operands[R]
+                count = _count(f, x, y, CALL_SECONDS[quick])
+                x, y = x[:count], y[:count]
                 secs = time_cpu(f, x, y, repeats)
                 rec.update(expansions=len(x), seconds=secs, mops=len(x) / statistics.median(secs) / 1e6)
                 if ours == "engine":

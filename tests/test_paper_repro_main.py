@@ -61,6 +61,6 @@ def test_the_guide_states_each_mode_as_it_is():
         assert (f"{samples} cases per row" in row) or (samples == 10000 and "10^4 cases per row" in row), row
         assert f"{plan['dw'][0]} cases, {plan['dw'][1]} rounds" in row, row
         quick = plan["tables_quick"]
-        tables = (f"2^{C.BACKEND_TERMS[quick].bit_length() - 1} terms per operand "
-                  f"(twins: {C.TWIN_EXPANSIONS[quick]} expansions), {C.REPEATS[quick]} repeats")
+        tables = (f"{C.CALL_SECONDS[quick] * 1000:.0f} ms a call, at most 2^{C.BACKEND_TERMS[quick].bit_length() - 1} "
+                  f"terms per operand (twins: {C.TWIN_EXPANSIONS[quick]} expansions), {C.REPEATS[quick]} repeats")
         assert tables in row, row

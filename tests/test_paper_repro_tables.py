@@ -4,6 +4,8 @@ backend; the plot's four panels."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -30,6 +32,14 @@ def test_the_backend_runs_the_twins_algorithm(R):
                                               err_msg=f"{op} {a}")
                 compared += 1
     assert compared >= 5
+
+
+def test_the_backend_gets_enough_expansions_for_its_call_time():
+    x = y = np.zeros((10 * C.DISTINCT, 2))
+    assert C._count(lambda a, b: None, x, y, 0.02) == len(x)  # fast: every expansion there is
+    assert C._count(lambda a, b: time.sleep(0.03), x, y, 0.02) == C.DISTINCT  # slow: the fewest
+    count = C._count(lambda a, b: time.sleep(len(a) * 2e-6), x, y, 0.04)  # 8 ms on DISTINCT: 5 times as many
+    assert 2 * C.DISTINCT < count < 7 * C.DISTINCT, count
 
 
 def _tiny(monkeypatch):
