@@ -9,7 +9,8 @@
 #                       a few minutes on 2 cores); bash run.sh test --all: every test, with the large
 #                       hypothesis profile (what CI runs)
 # Further arguments go to python -m paper_repro (e.g. --quick, --full) or to pytest (e.g. -k name).
-# numba's compiled code is cached in .venv/numba-cache (NUMBA_CACHE_DIR), the warp emulator's
+# numba's compiled code is cached in .venv/numba-cache (NUMBA_CACHE_DIR; the main job fills it first
+# with python -m expansions warm, the tests with tests/warm_numba.py), the warp emulator's
 # libraries in ~/.cache/expansions/emulator (tests/helpers.py), NVRTC's CUBINs in ~/.cache/expansions.
 # Environment: PYTHON (interpreter for the venv, default python3); EXPANSIONS_NVRTC=1 also installs
 # CuPy and NVRTC for CUDA 12 without a GPU, so that the kernel compile checks run (CI does this).
@@ -39,4 +40,7 @@ if [ "$mode" = test ]; then
   exec .venv/bin/python -m pytest -n auto --dist loadgroup "$@"
 fi
 .venv/bin/python -m expansions info
+# numba's cache for the library's defaults and the baselines of Tables I-IV, compiled in one process
+# per core (a second when the cache is warm)
+.venv/bin/python -m expansions warm --families arithmetic,elementary,baselines
 .venv/bin/python -m paper_repro "$@"

@@ -1,4 +1,4 @@
-"""Command line: ``python -m expansions info``, ``verify``, ``tune`` and ``docs``."""
+"""Command line: ``python -m expansions info``, ``verify``, ``tune``, ``docs`` and ``warm``."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import importlib.util
 import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
-from . import __version__, backends, tuning, verify, verify_elementary
+from . import __version__, backends, tuning, verify, verify_elementary, warm
 from . import formats as F
 from .arraytype import ExpansionArray
 from .backends import gpu_environment
@@ -205,6 +206,29 @@ def cmd_docs(args) -> int:
     return 0
 
 
+def cmd_warm(args) -> int:
+    """Compile the engine's code for ``--families`` x ``--dtype`` at ``--terms`` into numba's disk cache."""
+    reason = backends.cpu_backend_reason()
+    if reason is not None:  # the twins run, which compile nothing: not an error
+        print(f"warm: nothing to compile, the CPU runs the NumPy twins: {reason}")
+        return 0
+    families = list(warm.FAMILIES) if args.families == "all" else _strs(args.families)
+    try:
+        units = warm.units(families, _strs(args.dtype))
+    except ValueError as exc:
+        print(f"warm: {exc}", file=sys.stderr)
+        return 2
+    terms = _ints(args.terms)
+    print(f"warm: {', '.join(units)} at R = {', '.join(map(str, terms))} in "
+          f"{min(args.processes or warm.cores(), len(units))} processes, into {warm.cache_dir()}", flush=True)
+    t0 = time.perf_counter()
+    done = warm.warm(units, terms, processes=args.processes, progress=not args.no_progress)
+    for unit, (wall, cpu) in done.items():
+        print(f"  {unit}: {wall:.1f} s ({cpu:.1f} CPU s)")
+    print(f"warm: {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m expansions", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -235,8 +259,18 @@ def main(argv=None) -> int:
     t.add_argument("--repeats", type=int, default=3)
     d = sub.add_parser("docs", help="build the documentation site into docs/_build/html (the docs extra)")
     d.add_argument("--doctest", action="store_true", help="also run every code example as a doctest")
+    w = sub.add_parser("warm", help="compile the CPU engine's code into numba's disk cache, once, ahead of use")
+    w.add_argument("--families", default=",".join(warm.DEFAULT_FAMILIES),
+                   help=f"comma-separated, of {', '.join(warm.FAMILIES)}; or all (default: %(default)s)")
+    w.add_argument("--dtype", default=",".join(warm.DEFAULT_DTYPES),
+                   help="float64, float32 or both (default: %(default)s)")
+    w.add_argument("--terms", default=",".join(map(str, warm.DEFAULT_TERMS)),
+                   help="comma-separated R values (default: %(default)s)")
+    w.add_argument("--processes", type=int, default=None, help="compiling processes (default: one per core)")
+    w.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    return {"info": cmd_info, "verify": cmd_verify, "tune": cmd_tune, "docs": cmd_docs}[args.cmd](args)
+    return {"info": cmd_info, "verify": cmd_verify, "tune": cmd_tune, "docs": cmd_docs,
+            "warm": cmd_warm}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from expansions import verify
+from expansions import backends, verify
 from expansions.__main__ import device_slug, environment
 from expansions.dw import verify as dw_verify
 
@@ -90,8 +90,11 @@ def main(argv=None) -> int:
           f"Command: `{summary['command']}`; commit {env['commit']}; backend {backend}; mode **{mode}** "
           f"({_describe(mode, plan)}).", ""]
     if backend == "cpu":
-        md += ["No GPU was visible: every figure below was measured on the CPU (the NumPy twins of the "
-               "kernels) and is labelled so; the K40 columns are the paper's own figures, for scale.", ""]
+        summary["cpu_backend"] = collange2016.backend_label(backends.cpu_backend())
+        md += ["No GPU was visible: every figure below was measured on the CPU and says what ran it. Tables "
+               "I-IV and the plot: the default CPU backend (`expansions.backends.cpu_backend()`: "
+               f"{summary['cpu_backend']}), what users run, with the NumPy twins (the executable specification) "
+               "in columns of their own; the K40 columns are the paper's own figures, for scale.", ""]
 
     parts = []
     if "tables" not in skip:
