@@ -68,7 +68,7 @@ def worst_error(a_exact, b_exact, value, entries) -> float:
 def flint_product(A: ex.ExpansionArray, B: ex.ExpansionArray, R: int):
     """(function computing the arb_mat product, its midpoints as exact rationals) or None without flint."""
     try:
-        import flint
+        import flint  # optional peer (the bench extra): absent, its columns say so
     except ImportError:
         return None
     flint.ctx.prec = 53 * R

@@ -45,6 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import mpmath
 import numpy as np
 import numpy.ma  # noqa: F401  (before numpy-quaddtype, which breaks its later import)
 
@@ -180,7 +181,7 @@ def scalar_peer(work: str, x, y, make, exp, log, key):
 
 
 def flint_peer(work, x, y, R):
-    import flint
+    import flint  # optional peer (the bench extra): absent, the cell says why
 
     flint.ctx.prec = 53 * R
 
@@ -191,8 +192,6 @@ def flint_peer(work, x, y, R):
 
 
 def mpmath_peer(work, x, y, R):
-    import mpmath
-
     mpmath.mp.prec = 53 * R
 
     def make(row):
@@ -222,7 +221,7 @@ def run_native(binary: str, lib: str, R: int, folder: Path, n: int, work: str, b
 
 
 def run(args, say) -> dict:
-    import numba
+    import numba  # the engine's thread count (numba is the engine's optional dependency)
 
     threads_all = numba.config.NUMBA_NUM_THREADS
     numba.set_num_threads(1)

@@ -32,6 +32,7 @@ import numpy as np
 
 from .arraytype import ExpansionArray
 from .backends import for_terms, xp_of
+from .elementary import pow as _pow
 from .elementwise import _integer_part, _nonfinite_value, floor_divide, isnan, remainder, signbit, trunc
 from .numpy_protocol import UNSUPPORTED_HINTS, register_ufunc
 from .operations import absolute, binary, compare, flat_pair, negative, operands, unary
@@ -215,8 +216,6 @@ def reciprocal(x):
 def float_power(x, y):
     """``np.float_power``: :func:`expansions.pow` (an integer exponent takes the exact-rounding powering
     of ``**``)."""
-    from .elementary import pow as _pow
-
     if isinstance(y, numbers.Integral) and not isinstance(y, bool):
         return _expansion(x, "np.float_power") ** int(y)
     return _pow(x, y)
