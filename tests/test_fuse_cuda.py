@@ -253,3 +253,19 @@ def test_emulated_program_of_elementary_functions_equals_the_twins(emulator, R, 
     for f, got, w in zip(functions + ("exp(sin)",), results, want):
         u = np.uint64 if dtype == "float64" else np.uint32
         assert np.array_equal(got.view(u), w.view(u)), f
+
+
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (2, "float32"), (3, "float64")])
+def test_emulated_programs_keep_the_signs_of_zeros(emulator, R, dtype):
+    """Signed zeros, infinities and NaN through a program (|x|, the double-word algorithms at R = 2 with
+    their zero-keeping renormalizer): the kernel's bits are op by op's."""
+    v = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5, -2.0], dtype=dtype)
+    a, b = np.meshgrid(v, v)
+    ta, tb = np.zeros((a.size, R), dtype), np.zeros((b.size, R), dtype)
+    ta[:, 0], tb[:, 0] = a.ravel(), b.ravel()
+    x, y = ex.from_terms(ta), ex.from_terms(tb)
+
+    def fn(x, y):
+        return abs(x), x * y, x + y, x - y, x / y, 0.3125 * x
+
+    assert_same(emulated(fn, emulator, x, y), ex.fuse(fn)(x, y))

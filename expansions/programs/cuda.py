@@ -113,7 +113,8 @@ class _Writer:
         return f"t{self.count}" if self.W == self.R else f"(lane < {self.R} ? t{self.count} : T(0))"
 
     def renormalize_newton(self, v, q):
-        """dispatch's renormalizer of the Newton kernels: renormalize, keep the kernel's zero result."""
+        """dispatch's renormalizer of the Newton kernels and the double-word algorithms: renormalize,
+        keep the kernel's zero result."""
         R, W = self.R, self.W
         self.emit(f"const T {v}_r = {self.pad(f'renormalize_group<T, {R}, {R}, {W}>({q}, lane)')};")
         self.emit(f"const T {v}_q0 = shfl<{W}>({q}, 0);")  # both shuffles on every lane (no && between them)
@@ -143,7 +144,12 @@ class _Writer:
             status = f"operand_status<2, {W}>({x}), operand_status<2, {W}>({y})"
         self.emit(f"const T {v}_zl = lane == 0 ? {v}_z.hi : (lane == 1 ? {v}_z.lo : T(0));")
         epilogue = self.pad(f"nonfinite_epilogue<T, 2, {W}>({v}_zl, {v}_lead, lane, {status})")
-        self.emit(f"const T {v}_raw = is_nan({v}_lead) ? (lane == 0 ? quiet_nan<T>() : T(0)) : {epilogue};")
+        self.emit(f"const T {v}_nf = is_nan({v}_lead) ? (lane == 0 ? quiet_nan<T>() : T(0)) : {epilogue};")
+        # a zero result whose leading-term result is a zero takes that zero (IEEE's sign)
+        self.emit(f"const T {v}_h = shfl<{W}>({v}_nf, 0);")
+        self.emit(f"const T {v}_l = shfl<{W}>({v}_nf, 1);")
+        self.emit(f"const bool {v}_sz = {v}_h == T(0) && {v}_l == T(0) && {v}_lead == T(0);")
+        self.emit(f"const T {v}_raw = ({v}_sz && lane == 0) ? {v}_lead : {v}_nf;")
 
     def binary(self, v, n, x, y, one_term_divisor):
         R, W, dt = self.R, self.W, self.dt
@@ -154,8 +160,8 @@ class _Writer:
                 self.emit(f"const T {v}_y = lane < {R} ? negated({y}) : {y};")
                 y = f"{v}_y"
             self.double_word(v, alg, "add" if n.op == "sub" else n.op, x, y)
-            if renorm:
-                self.emit(f"const T {v} = {self.pad(f'renormalize_group<T, {R}, {R}, {W}>({v}_raw, lane)')};")
+            if renorm:  # dispatch's renormalizer of the double-word algorithms: zero results kept
+                self.renormalize_newton(v, f"{v}_raw")
             else:
                 self.emit(f"const T {v} = {v}_raw;")
             return
@@ -199,7 +205,10 @@ class _Writer:
             return
         if n.op == "absolute":
             self.emit(f"const T {v}_s = shfl<{W}>(renormalize_group<T, {R}, {R}, {W}>({x}, lane), 0);")
-            self.emit(f"const T {v} = ({v}_s < T(0) && lane < {R}) ? negated({x}) : {x};")
+            self.emit(f"const T {v}_x0 = shfl<{W}>({x}, 0);")  # |-0| = +0: a zero with its sign bit set
+            self.emit(f"const bool {v}_neg = {v}_s < T(0) || ({v}_s == T(0) && "
+                      f"(FloatBits<T>::to_bits({v}_x0) & FloatBits<T>::SIGN) != 0);")
+            self.emit(f"const T {v} = ({v}_neg && lane < {R}) ? negated({x}) : {x};")
             return
         renorm = n.params[1]
         if n.op == "sqrt" and dispatch.method("sqrt", n.params[0], R) in DOUBLE_WORD:
