@@ -17,7 +17,6 @@ from expansions import verify as V
 from expansions.formats import format_of
 
 ROOT = Path(__file__).resolve().parents[1]
-OUTSIDE = "operands outside the proof's hypothesis: fixed on another branch"
 
 
 def _valid(a, fmt) -> bool:
@@ -83,18 +82,12 @@ def test_command_line_flags_the_row():
     assert f"| {V.NO_ERROR_MEASURED} |" in proc.stdout and "measured no error" in proc.stdout
 
 
-def _outside(op, R):
-    """Rows whose edge families (interior zeros, subnormal terms) hold operands outside the proofs'
-    positional hypothesis |x_i| <= 2^(-(p-1)i) |x_0|, on which today's operators miss their bounds."""
-    return op in ("mul", "div", "reciprocal", "sqrt") and R >= 4
-
-
 @pytest.mark.parametrize("dtype", ("float64", "float32"))
 @pytest.mark.parametrize("R", (2, 3, 4, 16))
 @pytest.mark.parametrize("op", V.ALL_OPERATIONS)
-def test_edge_families_within_the_bounds(op, R, dtype, request):
-    if _outside(op, R):
-        request.applymarker(pytest.mark.xfail(reason=OUTSIDE, strict=False))
+def test_edge_families_within_the_bounds(op, R, dtype):
+    """Interior zeros and subnormal terms (outside the proofs' positional hypothesis until the
+    operations renormalize such operands on entry) stay within every bound."""
     row = V.verify_one(op, R, dtype, samples=400, seed=11)
     assert row.violations == 0, row.counterexample
     if op == "renormalize":
@@ -103,7 +96,6 @@ def test_edge_families_within_the_bounds(op, R, dtype, request):
 
 @pytest.mark.parametrize("op, R, dtype", [("div", 32, "float64"), ("reciprocal", 32, "float64"),
                                           ("div", 8, "float32"), ("reciprocal", 16, "float32")])
-@pytest.mark.xfail(reason=OUTSIDE, strict=False)
 def test_near_underflow_divisors_within_the_bounds(op, R, dtype):
     """Divisors near 2^emin (so that the quotient's error is above the underflow term) whose trailing
     terms are subnormal: interior zeros followed by the smallest subnormal."""
