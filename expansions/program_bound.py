@@ -266,7 +266,7 @@ def composed_bound(fn, samples, overrides=None, elements: int = 64) -> ComposedB
     graph, (_, items) = prog.trace(*args)
     outputs = tuple(("node", v) if kind == "node" else ("value", v) for kind, v in items)
     plan = Plan(graph, outputs, "cpu")
-    vals, shape = plan._run(plan.wanted, args)
+    vals, shape = plan._run(plan.wanted, args, keep_all=True)
     nodes = graph.nodes
     count = int(np.prod(shape))
     finite = np.ones(count, dtype=bool)
