@@ -199,8 +199,32 @@ def _propagate_votes(s, e, R, lane, votes: Votes):
     return s, e
 
 
+def positional_votes(x, votes: Votes):
+    """``expansions.cpu.kernels.positional`` (``positional_group`` in mul.cuh, at the entry of the
+    multiplication and of the Newton kernels) with its vote per warp: the chain test (the term above by
+    a shuffle, a product, a compare, two group votes), then ``warp_any(fix)``; the renormalization
+    (and its loop's votes) only in the warps where some group breaks the chain."""
+    n = x.shape[1]
+    if n < 2:
+        return x
+    top = x.dtype.type(2.0 ** np.finfo(x.dtype).nmant)
+    with np.errstate(all="ignore"):
+        a = np.abs(x)
+        fix = ~(top * a[:, 1:] <= a[:, :-1]).all(axis=1) & np.isfinite(x).all(axis=1)
+    votes.cost(None, fp=1, shfl=1, vote=2)
+    need = votes.check(fix, votes.start(len(x)))
+    if not need.any():
+        return x
+    out = x.copy()
+    rows = np.repeat(need, votes.G)[: len(x)]
+    out[rows] = renormalize_votes(x[rows], n, votes) if rows.all() else K.renormalize(x[rows], n)
+    return np.where(fix[:, None], out, x)
+
+
 def mul_truncated_votes(x, y, R, votes: Votes):
-    """``expansions.cpu.kernels.mul_truncated`` with the votes of its propagate loops."""
+    """``expansions.cpu.kernels.mul_truncated`` with the votes of its operands' positional checks and
+    of its propagate loops."""
+    x, y = positional_votes(x, votes), positional_votes(y, votes)
     xp, n, m, X, Y, lane, zero = K._group_operands(x, y, R)
     s = xp.zeros_like(X)
     pi = xp.zeros_like(X)
@@ -292,14 +316,15 @@ def _newton_votes(name: str):
     with every truncated product, safe addition and renormalization replaced by its mirror above (the
     kernel calls the same group functions, in the twin's order): its votes and its floor."""
     def run(x, y, R, votes: Votes):
-        saved = N.add_safe, N.mul_truncated, N.renormalize
+        saved = N.add_safe, N.mul_truncated, N.renormalize, N.positional
         N.add_safe = lambda a, b, r: add_safe_floor(a, b, r, votes)
         N.mul_truncated = lambda a, b, r: mul_truncated_votes(a, b, r, votes)
         N.renormalize = lambda a, r: renormalize_votes(a, r, votes)
+        N.positional = lambda a: positional_votes(a, votes)
         try:
             return N.div(x, y, R) if name == "div" else getattr(N, name)(np.abs(x) if name == "sqrt" else x, R)
         finally:
-            N.add_safe, N.mul_truncated, N.renormalize = saved
+            N.add_safe, N.mul_truncated, N.renormalize, N.positional = saved
 
     return run
 
