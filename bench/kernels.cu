@@ -37,10 +37,13 @@ __device__ __forceinline__ void run_k(const T* __restrict__ x, const T* __restri
         T acc = T(0);
         if (scratch) scratch[threadIdx.x] = xl;
         // One operation per iteration (no unrolling): the instruction model (bench/model.py) reads
-        // the steady state of one operation from this loop's body.
+        // the steady state of one operation from this loop's body.  x varies with k (so the operation
+        // is not hoisted) by an exact scaling of every term by 1 or 2, which keeps the operand an
+        // expansion the multiplication takes as it is (a change of x_0 alone could break the
+        // positional condition and send the groups through the renormalization of its check).
 #pragma unroll 1
         for (int k = 0; k < K; ++k) {
-            const T xk = lane == 0 ? add_rn(xl, T(k)) : xl;
+            const T xk = mul_rn(xl, T(1 + (k & 1)));
             acc = add_rn(acc, op(xk, yl, lane));
         }
         if (scratch) acc = add_rn(acc, scratch[threadIdx.x]);

@@ -215,10 +215,7 @@ def positional_votes(x, votes: Votes):
     need = votes.check(fix, votes.start(len(x)))
     if not need.any():
         return x
-    out = x.copy()
-    rows = np.repeat(need, votes.G)[: len(x)]
-    out[rows] = renormalize_votes(x[rows], n, votes) if rows.all() else K.renormalize(x[rows], n)
-    return np.where(fix[:, None], out, x)
+    return np.where(fix[:, None], renormalize_votes(x, n, votes, live=need, entry=False), x)
 
 
 def mul_truncated_votes(x, y, R, votes: Votes):
@@ -255,14 +252,16 @@ def needs_sort(terms):
     return (key[:, :-1] < key[:, 1:]).any(axis=1)
 
 
-def renormalize_votes(x, R, votes: Votes):
+def renormalize_votes(x, R, votes: Votes, live=None, entry: bool = True):
     """``expansions.cpu.kernels.renormalize`` with the vote per warp of ``renormalize_group``'s loop
-    (the kernel votes before rounds 2..R; the twin tests after each round: the same rounds)."""
+    (the kernel votes before rounds 2..R; the twin tests after each round: the same rounds), in the
+    warps ``live`` (default all); ``entry``: the renormalize kernel's non-finite vote too (not for
+    the group function called inside another operation)."""
     xp = np
     N, n = x.shape
     cur, out, leading = x, None, None
     active = xp.ones(N, dtype=bool)
-    live = votes.start(N)
+    live = votes.start(N) if live is None else live
     stages = int(np.log2(group_width(max(n, R))))
     stages = stages * (stages + 1) // 2  # of the bitonic sorting network over the group's lanes
     for k in range(R):
@@ -293,7 +292,8 @@ def renormalize_votes(x, R, votes: Votes):
     else:
         if R > 1:
             votes.end(live)
-    return nonfinite_check(votes, (x,), K.nonfinite_epilogue(out, (x,), leading))
+    result = K.nonfinite_epilogue(out, (x,), leading)
+    return nonfinite_check(votes, (x,), result) if entry else result
 
 
 def add_safe_floor(x, y, R, votes: Votes):
@@ -356,8 +356,7 @@ def vote_sequences(op: str, dtype: str, R: int, best: bool, renormalize: bool = 
         x, y = random_terms((count,), R, dtype, seed=3), random_terms((count,), R, dtype, seed=4)
         pairs = []
         for k in range(BEST_K):
-            xk = x.copy()
-            xk[:, 0] = xk[:, 0] + x.dtype.type(k)
+            xk = x * x.dtype.type(1 + (k & 1))  # bench/kernels.cu's run_k: every term scaled by 1 or 2
             pairs.append((xk, y))
     else:
         pairs = [(random_terms((STREAM_COUNT,), R, dtype, seed=1), random_terms((STREAM_COUNT,), R, dtype, seed=2))]

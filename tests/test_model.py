@@ -144,6 +144,10 @@ def test_committed_table_covers_every_cell():
     for r in data["records"]:
         parallel = r["op"] in ("add_safe", "sub_safe", "add_fast", "sub_fast", "mul_truncated", "SafeAdd",
                                "FastAdd", "TruncMul") or (r["op"].startswith("newton_") and r["R"] <= 4)
+        # the one exception: since the operand's positional check, this kernel's code reaches the
+        # double square root's slow-path subroutine (a CALL) on a path the walker follows; said in the
+        # table as not modeled until the walker skips that subroutine
+        parallel = parallel and r["kernel"] != "expansions::newton_sqrt<double, 4, 4, true, 2, 3, 4>"
         if parallel:
             assert "not_modeled" not in r, (r["kernel"], r.get("not_modeled"))
             assert r["floor_total"] > 0 and r["over_floor"] == pytest.approx(r["total_per_op"] / r["floor_total"])
