@@ -256,14 +256,15 @@ def _node_name(k, node) -> str:
     return f"node {k} ({node.op}{', `' + line + '`' if line else ''})"
 
 
-def composed_bound(fn, samples, overrides=None, elements: int = 64) -> ComposedBound:
-    """The proven bound of ``fn`` (with ``overrides``, as :func:`expansions.tune` chooses them) on up to
-    ``elements`` of the sample elements (evenly spaced among those with finite inputs): see the module
-    docstring."""
+
+def sample_values(fn, samples, overrides=None):
+    """``fn`` traced on the samples (moved to the host) and run as the CPU plan keeping every node's
+    value: (args, graph, outputs, plan, vals, shape, finite), ``finite`` the elements whose inputs and
+    constants are all finite.  What the composed bound and the true error (:mod:`expansions.program_exact`)
+    evaluate their nodes on."""
     args = tuple(a.to_device("cpu") if isinstance(a, ExpansionArray) else to_numpy(a)
                  if hasattr(a, "__cuda_array_interface__") else a for a in samples)
-    prog = Program(fn, overrides=overrides)
-    graph, (_, items) = prog.trace(*args)
+    graph, (_, items) = Program(fn, overrides=overrides).trace(*args)
     outputs = tuple(("node", v) if kind == "node" else ("value", v) for kind, v in items)
     plan = Plan(graph, outputs, "cpu")
     vals, shape = plan._run(plan.wanted, args, keep_all=True)
@@ -272,8 +273,16 @@ def composed_bound(fn, samples, overrides=None, elements: int = 64) -> ComposedB
     finite = np.ones(count, dtype=bool)
     for j in plan.wanted:
         if nodes[j].op in ("input", "const") and nodes[j].kind in ("exp", "float"):
-            v = np.asarray(vals[j], dtype=np.float64)
-            finite &= np.isfinite(v.reshape(count, -1)).all(axis=1)
+            finite &= np.isfinite(np.asarray(vals[j], dtype=np.float64).reshape(count, -1)).all(axis=1)
+    return args, graph, outputs, plan, vals, shape, finite
+
+def composed_bound(fn, samples, overrides=None, elements: int = 64) -> ComposedBound:
+    """The proven bound of ``fn`` (with ``overrides``, as :func:`expansions.tune` chooses them) on up to
+    ``elements`` of the sample elements (evenly spaced among those with finite inputs): see the module
+    docstring."""
+    args, graph, outputs, plan, vals, shape, finite = sample_values(fn, samples, overrides)
+    nodes = graph.nodes
+    count = int(np.prod(shape))
     good = np.flatnonzero(finite)
     chosen = good if len(good) <= elements else good[np.linspace(0, len(good) - 1, elements).astype(int)]
     out_nodes = [i for kind, i in outputs if kind == "node"]

@@ -23,10 +23,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 
-from .arraytype import ExpansionArray
-from .backends import to_numpy
-from .programs import Program
-from .programs.cpu import Plan
+from .program_bound import sample_values
 
 #: Two successive precisions must give every output to this relative difference.
 AGREEMENT = mpmath.mpf(2) ** -40
@@ -125,19 +122,9 @@ def true_error(fn, samples, overrides=None, elements: int = 64, bits: int = 256)
     """The true error of ``fn`` (with ``overrides``, as :func:`expansions.tune` chooses them) on up to
     ``elements`` of the sample elements (evenly spaced among those with finite inputs), evaluated in
     mpmath from ``bits`` bits up (see the module docstring)."""
-    args = tuple(a.to_device("cpu") if isinstance(a, ExpansionArray) else to_numpy(a)
-                 if hasattr(a, "__cuda_array_interface__") else a for a in samples)
-    graph, (_, items) = Program(fn, overrides=overrides).trace(*args)
-    outputs = tuple(("node", v) if kind == "node" else ("value", v) for kind, v in items)
-    plan = Plan(graph, outputs, "cpu")
-    vals, shape = plan._run(plan.wanted, args, keep_all=True)
+    args, graph, outputs, plan, vals, shape, finite = sample_values(fn, samples, overrides)
     nodes = graph.nodes
     count = int(np.prod(shape))
-    finite = np.ones(count, dtype=bool)
-    for j in plan.wanted:
-        if nodes[j].op in ("input", "const") and nodes[j].kind in ("exp", "float"):
-            v = np.asarray(vals[j], dtype=np.float64)
-            finite &= np.isfinite(v.reshape(count, -1)).all(axis=1)
     out_nodes = [i for kind, i in outputs if kind == "node" and nodes[i].kind == "exp"]
     for i in out_nodes:
         finite &= np.isfinite(np.asarray(vals[i], dtype=np.float64).reshape(count, -1)).all(axis=1)
