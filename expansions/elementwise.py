@@ -51,6 +51,7 @@ from . import bounds
 from . import formats as F
 from .arraytype import HANDLED, ExpansionArray, implements
 from .backends import for_terms, xp_of
+from .cpu.newton import scale as _newton_scale
 from .numpy_protocol import register_ufunc, write_out
 from .operations import binary, compare, flat_pair, operands, unary
 from .operations import sign as _sign_values
@@ -345,10 +346,13 @@ def binary_powering(x, e: int, mul):
 
 
 def _scaled_terms(t, shift):
-    """The terms t scaled by 2^-shift (per row; exact but for terms that fall below the underflow
-    threshold)."""
+    """The terms t scaled by 2^-shift (per row), as the kernels' ``scale`` scales (two products by
+    powers of two, :func:`expansions.cpu.newton.scale`): exact but for terms that fall below the
+    underflow threshold, so that a fused CUDA program gives the same bits."""
+    xp = xp_of(t)
+    flat = t.reshape(-1, t.shape[-1])
     with np.errstate(all="ignore"):
-        return xp_of(t).ldexp(t, -shift[..., None])
+        return _newton_scale(flat, -xp.asarray(shift, dtype=np.int64).reshape(-1)).reshape(t.shape)
 
 
 def _leading_exponent(t):
@@ -403,7 +407,7 @@ def power(x, n):
     and the exponent is applied to the reciprocal at the end: a representable result is not flushed to
     zero (a subnormal one within a few units of the smallest subnormal).  ``x ** 0`` is 1 (also for NaN,
     as NumPy).  Bound :func:`power_bound` (no underflow or overflow of the result).  Traced programs
-    (``expansions.fuse``) record the unscaled products."""
+    (``expansions.fuse``) record the same products, the reciprocal and :func:`power_finish`."""
     x = _expansion(x, "power")
     n = _integer_exponent(n)
     if n == 0:
@@ -412,13 +416,22 @@ def power(x, n):
     if result is x:
         result = x.copy()
     if n < 0:
-        result = unary("reciprocal", result)
-        if -n < SCALED_POWER_LIMIT:
-            need = _needs_scaling(x, -n)
-            if bool(need.any()):
-                scaled = _reciprocal_power_scaled(x, -n)
-                result = ExpansionArray(xp_of(need).where(need[..., None], scaled.terms, result.terms))
+        result = power_finish(x, unary("reciprocal", result), n)
     return _ieee_power_sign(result, x, n)
+
+
+def power_finish(x: ExpansionArray, r: ExpansionArray, n: int) -> ExpansionArray:
+    """The end of ``x ** n`` for n < 0, given r the Newton reciprocal of the products of ``x ** |n|``:
+    the rows where that power could leave the range (:func:`_needs_scaling`) computed scaled
+    (:func:`_reciprocal_power_scaled`), then IEEE's sign of a zero or infinite result for odd n.  A
+    traced program records it as its own node (``power_finish``), run by every backend of
+    ``expansions.fuse`` (the CUDA program's kernel mirrors it)."""
+    if -n < SCALED_POWER_LIMIT:
+        need = _needs_scaling(x, -n)
+        if bool(need.any()):
+            scaled = _reciprocal_power_scaled(x, -n)
+            r = ExpansionArray(xp_of(need).where(need[..., None], scaled.terms, r.terms))
+    return _ieee_power_sign(r, x, n)
 
 
 def _ieee_power_sign(result: ExpansionArray, x: ExpansionArray, n: int) -> ExpansionArray:

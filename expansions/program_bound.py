@@ -357,6 +357,10 @@ def _node_error(j, n, plan, vals, conv, args, shape, e, k, err, val, local):
         return _up(abs(v - _exact_scalar(raw))), v
     if n.op in ("negative", "absolute"):
         return err[n.args[0]], v
+    if n.op == "power_finish":  # x ** n, n < 0: the reciprocal's bound where the unscaled rows were kept
+        if not np.array_equal(row, np.asarray(vals[n.args[1]][e])):
+            raise NotProven("x ** n near underflow or overflow (its scaled rows have no composed bound)")
+        return err[n.args[1]], v
     fmt = format_of(n.fmt[1])
     kind, rel, absolute, hyp = local[j]
     if n.op in BINARY:

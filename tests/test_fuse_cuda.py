@@ -80,6 +80,10 @@ def test_program_kernels_compile_for_sm90():
     dw = ex.from_terms(terms_of((3,), 2, "float64", "random", 3))
     graph, wanted, outs = graph_of(fma_default, dw, dw, dw)  # the double-word algorithms of dw.cuh
     assert C.compile_program(graph, wanted, outs)[0]
+    for v in (dw, f32):  # x ** -n: the scaled rows under warp_any
+        graph, wanted, outs = graph_of(negative_powers, v)
+        binary, _, log = C.compile_program(graph, wanted, outs)
+        assert binary and " 0 bytes spill stores" in log
 
 
 def test_what_a_cuda_program_refuses_names_the_line():
@@ -150,6 +154,29 @@ def test_emulated_program_kernels_equal_the_cpu(emulator, R, dtype):
         cases.append((mixed, (x, y, c)))
     for fn, args in cases:
         assert_same(emulated(fn, emulator, *args), ex.fuse(fn)(*args))
+
+
+def negative_powers(x):
+    return x ** -1, x ** -2 + 1.0, x ** -3, x ** -7
+
+
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (3, "float32"), (4, "float64")])
+def test_emulated_negative_powers_near_the_range_ends(emulator, R, dtype):
+    """``x ** -n`` where x^n leaves the range (the scaled rows of elementwise.power_finish, under
+    warp_any in the kernel) and where it does not, with the signs of zero and infinite results: the
+    kernel's bits are the CPU program's, which are op by op's."""
+    fmt = ex.formats.format_of(dtype)
+    rng = np.random.default_rng(R)
+    lead = np.concatenate([rng.uniform(0.5, 2, 6), [2.0 ** (fmt.emin // 2 + 3), -(2.0 ** (fmt.emin // 3)),
+                           2.0 ** (fmt.emax // 2 + 2), -(2.0 ** (fmt.emax // 3)), 2.0 ** fmt.emin, 0.0, -0.0,
+                           np.inf, -np.inf, np.nan, 2.0 ** (fmt.emin // 5), -(2.0 ** (fmt.emax // 7 + 1))]])
+    with np.errstate(all="ignore"):
+        lead = lead.astype(dtype)
+        tail = (lead * rng.uniform(-1, 1, lead.size) * 2.0 ** -(fmt.p + 1)).astype(dtype)
+    x = ex.array(lead, dtype=dtype, terms=R) + ex.array(np.where(np.isfinite(lead), tail, 0), dtype=dtype, terms=R)
+    want = negative_powers(x)
+    assert_same(ex.fuse(negative_powers)(x), want)
+    assert_same(emulated(negative_powers, emulator, x), want)
 
 
 def test_emulated_shapes_and_one_term_divisor(emulator):

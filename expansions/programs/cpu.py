@@ -19,6 +19,7 @@ import numpy as np
 from .. import dispatch
 from ..arraytype import ExpansionArray
 from ..backends import for_device, xp_of
+from ..elementwise import power_finish
 from ..manipulation import where as _where
 from ..operations import absolute, broadcast_flat, compare, operands
 from ..promote import operand_terms
@@ -85,6 +86,9 @@ def _step(node: Node, be, graph: Graph):
         return lambda x, y: compare(node.op, ExpansionArray(x), ExpansionArray(y))
     if node.op == "where":
         return lambda c, x, y: _where(c, ExpansionArray(x), ExpansionArray(y)).terms
+    if node.op == "power_finish":
+        (n,) = node.params
+        return lambda x, r: power_finish(ExpansionArray(x), ExpansionArray(r), n).terms
     return _unary_step(node, be)
 
 

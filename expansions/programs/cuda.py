@@ -31,13 +31,14 @@ import numpy as np
 from .. import dispatch
 from ..backends import xp_of
 from ..bounds import newton_steps
+from ..elementwise import SCALED_POWER_LIMIT, binary_powering
 from ..cuda import build
 from ..cuda import elementary as elementary_table
 from ..cuda.dw_kernels import KINDS, functor
 from ..formats import format_of, group_width
 from ..promote import operand_terms
 from .cpu import Plan
-from .trace import BINARY, COMPARE, FuseError, Graph
+from .trace import BINARY, COMPARE, FuseError, Graph, Node
 
 #: The double-word algorithms selectable at R = 2 (dispatch.R2_METHODS), functors of dw.cuh.
 DOUBLE_WORD = frozenset(name for names in dispatch.R2_METHODS.values() for name in names)
@@ -243,6 +244,59 @@ class _Writer:
         else:
             self.emit(f"const T {v} = {v}_raw;")
 
+    def power_finish(self, v, n, x, r):
+        """:func:`expansions.elementwise.power_finish` (the end of ``x ** n``, n < 0, r the reciprocal
+        of the products): where ``_needs_scaling`` holds (a group-uniform flag: x's leading term), the
+        powering again on x scaled to [1/2, 1) by ``scale``, each product rescaled, the reciprocal, the
+        exponent applied, lower terms zeroed below a non-finite leading term, renormalized; under
+        ``warp_any`` (every lane of the warp takes the branch, so its shuffles are whole).  Then IEEE's
+        sign of a zero or infinite result for odd n (``_ieee_power_sign``)."""
+        R, W = self.R, self.W
+        (p,) = n.params
+        m, fmt = -p, format_of(self.dt)
+        mul = Node("mul", params=("auto", True, None, None))
+        self.emit(f"const T {v}_x0 = shfl<{W}>({x}, 0);")
+        self.emit(f"const bool {v}_usual = is_finite({v}_x0) && {v}_x0 != T(0);")
+        self.emit(f"const long long {v}_e0 = {v}_usual ? ilogb_of({v}_x0) + 1 : 0;")
+        self.emit(f"T {v}_s = {r};")
+        if m < SCALED_POWER_LIMIT:
+            low = min(fmt.emin + R * fmt.p, 0)
+            self.emit(f"const bool {v}_need = {v}_usual && ({v}_e0 * {m}LL > {fmt.emax}LL || "
+                      f"({v}_e0 - 1) * {m}LL - 1 < {low}LL);")
+            self.emit(f"if (warp_any({v}_need)) {{")
+            count = [0]
+
+            def product(a, b):  # elementwise._scaled_product
+                count[0] += 1
+                c = f"{v}_m{count[0]}"
+                self.binary(c, mul, a[0], b[0], False)
+                self.emit(f"const T {c}_0 = shfl<{W}>({c}, 0);")
+                self.emit(f"const int {c}_s = (is_finite({c}_0) && {c}_0 != T(0)) ? ilogb_of({c}_0) + 1 : 0;")
+                self.emit(f"const T {c}_n = scale({c}, -{c}_s);")
+                self.emit(f"const long long {c}_E = {a[1]} + {b[1]} + {c}_s;")
+                return f"{c}_n", f"{c}_E"
+
+            self.emit(f"const T {v}_xs = scale({x}, (int)-{v}_e0);")
+            M, E = binary_powering((f"{v}_xs", f"{v}_e0"), m, product)
+            self.unary(f"{v}_rc", Node("reciprocal", params=("auto", True)), M)
+            self.emit(f"const long long {v}_k = -{E};")
+            self.emit(f"const T {v}_t = scale({v}_rc, {v}_k < -100000 ? -100000 : ({v}_k > 100000 ? 100000 : "
+                      f"(int){v}_k));")
+            self.emit(f"const T {v}_t0 = shfl<{W}>({v}_t, 0);")
+            self.emit(f"const T {v}_tz = (lane == 0 || is_finite({v}_t0)) ? {v}_t : T(0);")
+            self.emit(f"const T {v}_n = {self.pad(f'renormalize_group<T, {R}, {R}, {W}>({v}_tz, lane)')};")
+            self.emit(f"{v}_s = {v}_need ? {v}_n : {r};")
+            self.emit("}")
+        if p % 2 == 0:
+            self.emit(f"const T {v} = {v}_s;")
+            return
+        self.emit(f"const T {v}_l = shfl<{W}>({v}_s, 0);")
+        self.emit(f"const bool {v}_edge = {v}_l == T(0) || (!is_finite({v}_l) && !is_nan({v}_l));")
+        self.emit(f"const T {v}_abs = FloatBits<T>::from_bits(FloatBits<T>::to_bits({v}_l) & ~FloatBits<T>::SIGN);")
+        self.emit(f"const bool {v}_neg = (FloatBits<T>::to_bits({v}_x0) & FloatBits<T>::SIGN) != 0 && "
+                  f"!is_nan({v}_x0);")
+        self.emit(f"const T {v} = ({v}_edge && lane == 0) ? ({v}_neg ? negated({v}_abs) : {v}_abs) : {v}_s;")
+
     def elementary(self, v, n, *args):
         """An elementary function: its group function (the body of its op-by-op kernel) at this
         program's group width (the group functions give the same bits at any width >= theirs)."""
@@ -320,6 +374,8 @@ def kernel_source(graph: Graph, wanted, outputs, one_term_divisors=frozenset(), 
             w.compare(f"v{i}", n, *args)
         elif n.op == "where":
             w.emit(f"const T v{i} = {args[0]} ? {args[1]} : {args[2]};")
+        elif n.op == "power_finish":
+            w.power_finish(f"v{i}", n, *args)
         else:
             w.unary(f"v{i}", n, *args)
     for k, i in enumerate(outputs):

@@ -77,7 +77,8 @@ def fail(what: str, hint: str = ""):
 class Node:
     """One value of a program.  ``op``: 'input' (argument ``index``), 'const' (``value``), 'promote' (a
     non-expansion operand ``args[0]`` promoted exactly to ``fmt``, as the public dispatch does), or an
-    operation of BINARY, COMPARE, UNARY, ELEMENTARY, ELEMENTARY2 or 'where' on the values ``args``
+    operation of BINARY, COMPARE, UNARY, ELEMENTARY, ELEMENTARY2, 'where' or 'power_finish' (the end
+    of ``x ** n`` for n < 0 on (x, reciprocal of the products), params (n,)) on the values ``args``
     (node ids).  ``kind``: 'exp' (an expansion of format ``fmt`` = (R, dtype name)), 'bool' or 'float' (a NumPy array).
     ``params``: (method, renormalize, terms, dtype) of the arithmetic; ``one_term``: a division whose
     divisor is not an expansion (the cheaper one-term kernel may run, as in the public dispatch)."""
@@ -369,14 +370,20 @@ def _integer(v) -> bool:
 
 def _integer_power(x, n: int):
     """x ** n for an integer n, recorded as :func:`expansions.elementwise.power` computes it: binary
-    powering by truncated products (:func:`expansions.elementwise.binary_powering`), the reciprocal
-    for n < 0 (the same operations in the same order)."""
+    powering by truncated products (:func:`expansions.elementwise.binary_powering`), for n < 0 the
+    reciprocal and a ``power_finish`` node (params (n,): :func:`expansions.elementwise.power_finish`,
+    the scaled rows near underflow or overflow and the sign), the same operations in the same order."""
     if not isinstance(x, Tracer) or x.node.kind != "exp":
         fail("`**` (pow) of a base that is not a traced expansion")
     if n == 0:
         fail("`x ** 0` in a program", "the result is 1 everywhere (NaN included): write the constant")
     result = binary_powering(x, abs(n), lambda a, b: record("mul", a, b))
-    return record("reciprocal", result) if n < 0 else result
+    if n > 0:
+        return result
+    r = record("reciprocal", result)
+    g = x.graph
+    return Tracer(g, g.add(Node("power_finish", (x.id, r.id), "exp", r.node.fmt, r.node.ndim, (n,),
+                                line=user_line())))
 
 
 def _record_handled(op, *operands, **kwargs):
