@@ -209,6 +209,58 @@ def test_reduce_bits(R, dtype):
     assert_same(E.reduce(x, 2, 0, R), TR.reduce(x, 2, 0, R))
 
 
+def _r2_edges(dtype, rng, n=4096):
+    """Two-term rows for the straight-line R = 2 paths of the reductions and their fallbacks: random
+    double words over a wide exponent range, factors around the products' limits (near 2^-908, 2^984
+    for float64), subnormal and huge leading terms, rows that are not positional (x1 ~ x0), signed
+    zeros, exact cancellations (zero sums and products), infinities and NaN."""
+    info = np.finfo(dtype)
+    e = rng.integers(info.minexp + 2, info.maxexp - 2, n)
+    with np.errstate(all="ignore"):
+        x0 = (rng.uniform(0.5, 1, n) * np.exp2(e.astype(float)) * rng.choice([-1, 1], n)).astype(dtype)
+        x1 = (x0.astype(float) * rng.uniform(-1, 1, n) * 2.0 ** -(info.nmant + 2)).astype(dtype)
+    kind = rng.integers(0, 10, n)
+    near = rng.choice([info.minexp + info.nmant + 10, info.maxexp - 40, info.maxexp // 2 - 20,
+                       (info.minexp + 2 * info.nmant + 10) // 2, info.minexp], n)
+    with np.errstate(all="ignore"):
+        x0 = np.where(kind == 1, (rng.uniform(0.5, 1, n) * np.exp2(near.astype(float))).astype(dtype), x0)
+        x1 = np.where(kind == 1, (x0.astype(float) * 2.0 ** -(info.nmant + 3)).astype(dtype), x1)
+        x1 = np.where(kind == 2, x0 * dtype(0.75), x1)  # not positional
+        x0 = np.where(kind == 3, dtype(0) * rng.choice([-1, 1], n).astype(dtype), x0)
+        x1 = np.where(kind == 3, dtype(0), x1)
+        x0 = np.where(kind == 4, rng.choice(np.array([np.inf, -np.inf, np.nan], dtype), n), x0)
+        x1 = np.where(kind == 5, rng.choice(np.array([np.inf, np.nan], dtype), n), x1)
+        x1 = np.where(kind == 6, dtype(0), x1)
+    x = np.stack([x0, x1], axis=1)
+    neg = rng.integers(0, 2, n) == 1
+    x[1::2] = np.where(neg[1::2, None] & (kind[1::2, None] == 7), -x[0::2], x[1::2])  # exact cancellations
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reduce_r2_straight_line_paths(dtype):
+    """At R = 2 the sum's pairs and the dot product's products run straight-line, flagged rows on the
+    block engine: the twin's bits on every edge and every mix of flagged and unflagged rows."""
+    rng = np.random.default_rng(11)
+    x = _r2_edges(np.dtype(dtype).type, rng)
+    y = _r2_edges(np.dtype(dtype).type, rng)
+    for sl in (slice(0, 4096), slice(0, 600), slice(7, 300)):
+        xs, ys = np.ascontiguousarray(x[sl]), np.ascontiguousarray(y[sl])
+        for clean in (False, True):
+            if clean:  # finite rows only: the whole-item straight-line path is taken
+                ok = np.isfinite(xs).all(axis=1) & np.isfinite(ys).all(axis=1)
+                xs, ys = xs[ok], ys[ok]
+            k = xs.shape[0]
+            for batch in (1, 4, k // 2, k):  # rows of 1 and 2: each product and each pair seen alone
+                m = k // batch
+                a, b = xs[:batch * m], ys[:batch * m]
+                assert_same(run(E.reduce, a, batch, m, 2), run(TR.reduce, a, batch, m, 2), a,
+                            what=str(("sum", sl, clean, batch)))
+                assert_same(run(E.reduce, a, batch, m, 2, 1, (m, 0, 1), b, (m, 0, 1)),
+                            run(TR.reduce, a, batch, m, 2, 1, (m, 0, 1), b, (m, 0, 1)), a, b,
+                            what=str(("dot", sl, clean, batch)))
+
+
 def test_reduce_long_rows_split():
     """Few long rows are cut into chunks for the cores; the tree, and the bits, are the same."""
     R = 3

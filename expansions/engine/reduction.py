@@ -34,11 +34,96 @@ from .fused import (
     workspace,
 )
 from .fused import mul_truncated as _mul_truncated
-from .kernels import PARALLEL, readonly, terms_array
+from .kernels import OPTIONS, PARALLEL, readonly, terms_array
+from .simd import fma
 from .simd import LANES
 
 #: Blocks of pairs per work item of a level's parallel loop.
 ITEM_BLOCKS = 64
+
+
+@njit(**INNER)
+def _two_sum(a, b):
+    """Knuth's 2Sum (twin: ``eft.two_sum``; the same six operations)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@njit(**INNER)
+def _pairs_r2(src, dst):
+    """The tree's node at R = 2 on the pairs of ``src``, flat (a0, a1, b0, b1, ...), into ``dst``, flat
+    (hi, lo, ...) (flat arrays from index 0 with constant strides: LLVM vectorizes the loop), straight-line: the
+    safe addition of :func:`expansions.engine.fused.add_safe_block` at R = 2, n = m = 2 (2Sum of the
+    leading terms, then a1 and b1 entering lane 0 while lane 1 adds the errors; the last errors
+    added), then the renormalization to two terms (two 2Sums, a zero tail made +0:
+    ``cpu.kernels.renormalize_pair``, the same bits as ``renormalize`` for a nonzero pair).  These are
+    the block engine's operations in its order, so its bits, wherever every operand term is finite
+    and the result is finite and nonzero; the number of other pairs (where the non-finite rule or a
+    zero's sign would act) is returned, and their blocks run again on the block engine."""
+    flagged = 0
+    zero = dst.dtype.type(0)  # a +0 of the term type (a Python 0.0 would make float32 terms float64)
+    for j in range(src.shape[0] // 4):
+        a0, a1, b0, b1 = src[4 * j], src[4 * j + 1], src[4 * j + 2], src[4 * j + 3]
+        s, e = _two_sum(a0, b0)
+        s1 = zero + e
+        s, e = _two_sum(s, a1)
+        s1 = s1 + e
+        s, e = _two_sum(s, b1)
+        s1 = s1 + e
+        s = s + zero
+        h, lo_ = _two_sum(s, s1)
+        t_hi, t_lo = _two_sum(h, lo_)
+        dst[2 * j] = t_hi
+        dst[2 * j + 1] = t_lo + zero  # -0 + +0 = +0: the renormalization's +0 tail
+        check = a0 + a1 + b0 + b1 + t_hi + t_lo
+        flagged += ((check - check) != 0) | (t_hi == 0)
+    return flagged
+
+
+def _product_limits(dtype) -> np.ndarray:
+    """(2^(p-1), the smallest normal, 2^(emin + 2p + 8), 2^(emax - 39)) of ``dtype``: float64 2^52,
+    2^-1022, 2^-908, 2^984 (the engine's FMA test: factors below 2^995, products in [2^-966, 2^1000])."""
+    info = np.finfo(dtype)
+    return np.array([2.0 ** info.nmant, info.smallest_normal, 2.0 ** (info.minexp + 2 * info.nmant + 10),
+                     2.0 ** (info.maxexp - 40)], dtype=dtype)
+
+
+@njit(**OPTIONS)
+def _products_r2(x, y, out, flags, limits):
+    """The dot product's elements at R = 2, ``renormalize(mul_truncated(x, y, 2), 2)``, straight-line
+    on flat (x0, x1, ...) arrays: Algorithm 2 at R = 2 keeps pi_0 = RN(x0 y0) and pi_1 = RN(RN(RN(x1 y0)
+    + e) + RN(x0 y1)), e the exact error of x0 y0 (the product error propagated into position 1; the
+    other errors reach position 2 only), then the two 2Sums of the renormalization.  Those are the
+    block engine's bits wherever its operations are these: both operands positional
+    (``RN(2^(p-1) |x1|) <= |x0|``), e exact as an FMA gives it (both leading terms normal, below
+    ``2^(emax - 39)``, their product too and above ``2^(emin + 2p + 8)``: the engine's FMA test, taken
+    here on the values with a margin), every term finite, the result nonzero.  Rows where any of
+    these fails get flag 1 (the caller runs them on the block engine); returns their count.
+    ``limits``: :func:`_product_limits` of the term type."""
+    flagged = 0
+    zero = out.dtype.type(0)
+    top, normal, small, big = limits[0], limits[1], limits[2], limits[3]
+    for j in range(x.shape[0] // 2):
+        x0, x1, y0, y1 = x[2 * j], x[2 * j + 1], y[2 * j], y[2 * j + 1]
+        p0 = x0 * y0
+        e = fma(x0, y0, -p0)
+        p1 = x1 * y0
+        q = x0 * y1
+        s = (p1 + e) + q
+        h, lo_ = _two_sum(p0, s)
+        t_hi, t_lo = _two_sum(h, lo_)
+        out[2 * j] = t_hi
+        out[2 * j + 1] = t_lo + zero  # the renormalization's +0 tail
+        ax0, ay0 = abs(x0), abs(y0)
+        ok = (top * abs(x1) <= ax0) & (top * abs(y1) <= ay0)
+        ap = abs(p0)
+        ok &= (ax0 >= normal) & (ax0 <= big) & (ay0 >= normal) & (ay0 <= big) & (ap >= small) & (ap <= big)
+        check = x1 + y1 + t_hi + t_lo
+        ok &= ((check - check) == 0) & (t_hi != 0)
+        flags[j] = not ok
+        flagged += not ok
+    return flagged
 
 
 @njit(**INNER)
@@ -55,7 +140,12 @@ def _level_items(x, batch, n, R, out, items, lo, hi):
         pairs = flat[b * n * R:(b * n + 2 * h) * R].reshape((h, 2 * R))
         res = dst[b * nn * R:(b * nn + h) * R].reshape((h, R))
         first_block = (i - b * items) * ITEM_BLOCKS
-        for blk in range(first_block, min(first_block + ITEM_BLOCKS, (h + L - 1) // L)):
+        end_block = min(first_block + ITEM_BLOCKS, (h + L - 1) // L)
+        p0, p1 = first_block * L, min(end_block * L, h)  # the item's pairs of row b
+        if R == 2 and _pairs_r2(flat[2 * (b * n + 2 * p0):2 * (b * n + 2 * p1)],
+                                dst[2 * (b * nn + p0):2 * (b * nn + p1)]) == 0:
+            end_block = first_block  # every node of the item done by the straight-line path
+        for blk in range(first_block, end_block):
             first = blk * L
             load_block(pairs, first, h, 2 * R, False, ws, 0)  # rows 0 .. R-1: a[2j], R .. 2R-1: a[2j+1]
             binary_block(ADD_SAFE, ws, 0, R, R, R, R, True, 2 * R, 3 * R)
@@ -111,7 +201,16 @@ def _elements(x, batch, n, n2, xs, R, y, ys):
     xe = gather(x, xs)
     if y is None:
         return xe
-    return _mul_truncated(xe, gather(y, ys), R, renormalize=True)
+    ye = gather(y, ys)
+    if R != 2 or xe.shape[1] != 2 or ye.shape[1] != 2:
+        return _mul_truncated(xe, ye, R, renormalize=True)
+    out = np.empty((xe.shape[0], 2), xe.dtype)
+    flags = np.empty(xe.shape[0], np.bool_)
+    if _products_r2(readonly(xe).reshape(-1), readonly(ye).reshape(-1), out.reshape(-1), flags,
+                    _product_limits(xe.dtype)):
+        rows = np.flatnonzero(flags)  # the rows the straight-line path leaves to the block engine
+        out[rows] = _mul_truncated(xe[rows], ye[rows], R, renormalize=True)
+    return out
 
 
 def _check(x, batch, n, n2, xs, R, y, ys):
