@@ -35,8 +35,7 @@ from .fused import (
 )
 from .fused import mul_truncated as _mul_truncated
 from .kernels import OPTIONS, PARALLEL, readonly, terms_array
-from .simd import fma
-from .simd import LANES
+from .simd import LANES, fma
 
 #: Blocks of pairs per work item of a level's parallel loop.
 ITEM_BLOCKS = 64

@@ -31,10 +31,10 @@ import numpy as np
 from .. import dispatch
 from ..backends import xp_of
 from ..bounds import newton_steps
-from ..elementwise import SCALED_POWER_LIMIT, binary_powering
 from ..cuda import build
 from ..cuda import elementary as elementary_table
 from ..cuda.dw_kernels import KINDS, functor
+from ..elementwise import SCALED_POWER_LIMIT, binary_powering
 from ..formats import format_of, group_width
 from ..promote import operand_terms
 from .cpu import Plan
