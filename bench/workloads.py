@@ -27,7 +27,12 @@ executor's result on the first 64 elements (a reduction) or of its first element
 the library's (relative difference).
 
     python -m bench.workloads [--terms 2,4,8] [--works sum,dot,horner,henon,logsumexp,lorenz]
-                              [--n 1000000] [--budget 0.3] [--all-cores]
+                              [--n 1000000] [--budget 0.3] [--all-cores] [--no-small]
+
+Then (unless ``--no-small``) scalars, small arrays and mixed operands: one ``+`` and one ``*`` on 0-d
+expansions and on 100 elements (microseconds, beside mpmath, python-flint and xprec's 0-d arrays),
+and ``x + v``, ``x * v`` on 10^5 elements with v a Python float, an int, a 0-d expansion, a
+broadcast row, a NumPy array, as ratios to two full arrays.
 
 writes ``bench/results/workloads_<device>.json``, ``.md`` (the tables, the goals met or missed by how
 much) and ``.log`` (the raw output).
@@ -43,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
 from pathlib import Path
 
 import mpmath
@@ -282,6 +288,66 @@ def run(args, say) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# scalars, small arrays and mixed operands
+
+
+def _best_us(fn, u, v, number: int) -> float:
+    """Microseconds per call of ``fn(u, v)``: the best of 7 repeats of ``number`` calls (timeit's rule
+    for a small call)."""
+    fn(u, v)
+    return min(timeit.repeat(lambda: fn(u, v), number=number, repeat=7)) / number * 1e6
+
+
+def small(args, say) -> list[dict]:
+    """One operation on 0-d expansions and on 100 elements (microseconds per call), beside mpmath,
+    python-flint and (R = 2) xprec's 0-d ``ddouble`` arrays; and ``x op v`` on 10^5 elements with v a
+    Python float, an int, a 0-d expansion, a broadcast row, a NumPy float64 array, as a ratio to the
+    same operation on two full expansion arrays."""
+    out = []
+    for R in args.terms:
+        X, Y, _ = native.operands(100_000, R)  # ExpansionArrays
+        x, y = X.terms, Y.terms
+        a, b = X[0], Y[0]
+        xs, ys = X[:100], Y[:100]
+        rec = {"R": R, "us": {}, "ratio": {}}
+        for op, f in (("+", lambda u, v: u + v), ("*", lambda u, v: u * v)):
+            rec["us"][f"0-d {op}"] = _best_us(f, a, b, 2000)
+            rec["us"][f"100 elements {op}"] = _best_us(f, xs, ys, 2000)
+            with mpmath.workprec(53 * R):
+                ma, mb = mpmath.mpf(float(x[0, 0])), mpmath.mpf(float(y[0, 0]))
+                rec["us"][f"mpmath 0-d {op}"] = _best_us(f, ma, mb, 20000)
+            try:
+                import flint  # optional peer: skipped with the reason when absent
+                old = flint.ctx.prec
+                flint.ctx.prec = 53 * R
+                try:
+                    fa, fb = flint.arb(float(x[0, 0])), flint.arb(float(y[0, 0]))
+                    rec["us"][f"python-flint 0-d {op}"] = _best_us(f, fa, fb, 20000)
+                finally:
+                    flint.ctx.prec = old
+            except ImportError as exc:
+                rec.setdefault("skipped", {})["python-flint"] = str(exc)
+            if R == 2:
+                try:
+                    import xprec  # optional peer: skipped with the reason when absent
+                    xa = np.asarray(float(x[0, 0]), dtype=xprec.ddouble)
+                    xb = np.asarray(float(y[0, 0]), dtype=xprec.ddouble)
+                    rec["us"][f"xprec 0-d {op}"] = _best_us(f, xa, xb, 20000)
+                except ImportError as exc:
+                    rec.setdefault("skipped", {})["xprec"] = str(exc)
+        full = {op: _best_us(f, X, Y, 20) for op, f in (("+", lambda u, v: u + v), ("*", lambda u, v: u * v))}
+        row = ex.from_terms(y[:1])
+        operands = {"a Python float": 1.5, "an int": 3, "a 0-d expansion": b, "a broadcast (1,) expansion": row,
+                    "a NumPy float64 array": np.asarray(y[:, 0])}
+        for what, v in operands.items():
+            for op, f in (("+", lambda u, v: u + v), ("*", lambda u, v: u * v)):
+                rec["ratio"][f"x {op} {what}"] = _best_us(f, X, v, 20) / full[op]
+        say(json.dumps(rec))
+        out.append(rec)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # goals and the report
 
 
@@ -290,7 +356,7 @@ def _ns(cell, name):
     return rec.get("ns")
 
 
-def goals(cells) -> list[dict]:
+def goals(cells, small_records=None) -> list[dict]:
     """The goals of whole computations, evaluated on one core: (goal, figure, met)."""
     out = []
 
@@ -321,6 +387,17 @@ def goals(cells) -> list[dict]:
         if fused:
             add(f"R = {R} {w} through ex.fuse: >= 1.5x faster than op by op", f"{ours_ns / fused:.2f}x",
                 ours_ns / fused >= 1.5)
+    for rec in small_records or ():
+        R = rec["R"]
+        for op in ("+", "*"):
+            v = rec["us"][f"0-d {op}"]
+            add(f"R = {R} one `{op}` on 0-d expansions: <= 1 us", f"{v:.2f} us", v <= 1)
+            v = rec["us"][f"100 elements {op}"]
+            add(f"R = {R} one `{op}` on 100 elements: <= 2 us", f"{v:.2f} us", v <= 2)
+        worst = max(rec["ratio"], key=rec["ratio"].get)
+        v = rec["ratio"][worst]
+        add(f"R = {R} mixed operands: within 1.1x of two full arrays (10^5)", f"{v:.2f}x (worst: `{worst}`)",
+            v <= 1.1)
     return out
 
 
@@ -347,6 +424,17 @@ def markdown(res: dict) -> str:
                 row.append("–" if v is None else (f"{v:.1f}" if v < 1e4 else f"{v:.3g}"))
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+    if res.get("small"):
+        lines += ["## Scalars, small arrays and mixed operands", "",
+                  "Microseconds per call (the best of 7 repeats), and `x op v` on 10^5 expansions as a ratio to "
+                  "the same operation on two full expansion arrays.", "",
+                  "| R | call | us |", "|---|---|---|"]
+        for rec in res["small"]:
+            lines += [f"| {rec['R']} | {k} | {v:.3g} |" for k, v in rec["us"].items()]
+        lines += ["", "| R | mixed operation | time / two full arrays |", "|---|---|---|"]
+        for rec in res["small"]:
+            lines += [f"| {rec['R']} | `{k}` | {v:.2f} |" for k, v in rec["ratio"].items()]
+        lines.append("")
     lines += ["## Goals (one core)", "", "| goal | measured | met |", "|---|---|---|"]
     for g in res["goals"]:
         lines.append(f"| {g['goal']} | {g['measured']} | {'met' if g['met'] else 'NOT met'} |")
@@ -362,6 +450,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--budget", type=float, default=0.3)
     ap.add_argument("--all-cores", action="store_true")
+    ap.add_argument("--no-small", dest="small", action="store_false",
+                    help="leave out the scalars, small arrays and mixed operands")
     ap.add_argument("--out", default=str(HERE / "results"))
     args = ap.parse_args(argv)
     args.terms = [int(v) for v in args.terms.split(",")]
@@ -385,10 +475,15 @@ def main(argv=None) -> int:
     load = {"start": list(os.getloadavg())}
     t0 = time.time()
     res = run(args, say)
+    if args.small:
+        import numba  # the engine's thread count (numba is the engine's optional dependency)
+
+        numba.set_num_threads(1)
+        res["small"] = small(args, say)
     load["end"] = list(os.getloadavg())
     res.update({"command": command, "environment": env, "date": datetime.date.today().isoformat(), "load": load,
                 "log": Path(f"{stem}.log").name, "wall_seconds": time.time() - t0})
-    res["goals"] = goals(res["cells"])
+    res["goals"] = goals(res["cells"], res.get("small"))
     Path(f"{stem}.json").write_text(json.dumps(res, indent=1) + "\n")
     Path(f"{stem}.md").write_text(markdown(res))
     say(f"wrote {stem}.md in {res['wall_seconds']:.0f} s")

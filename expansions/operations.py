@@ -18,13 +18,15 @@ The public functions (:func:`add`, ..., :func:`sqrt`, :func:`negative`, :func:`a
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import dispatch
 from . import formats as F
 from .arraytype import HANDLED, ExpansionArray, implements, traced
 from .backends import cpu as twins
-from .backends import for_terms, to_numpy, xp_of
+from .backends import cpu_backend, for_terms, to_numpy, xp_of
 from .promote import operand_terms
 
 __all__ = ["add", "sub", "mul", "div", "reciprocal", "sqrt", "negative", "absolute", "renormalize", "binary",
@@ -139,11 +141,63 @@ def broadcast_flat(t, shape):
     return xp.ascontiguousarray(xp.broadcast_to(t, shape + (R,))).reshape(-1, R)
 
 
+_SAME: dict = {}  # (op, R, dtype char) -> (backend, run, then): binary's common case, resolved once
+
+
+_EXACT_INT = 2**53
+
+
+def _plain_scalar(v, like, op):
+    """The terms (shaped as the float64 NumPy terms ``like``) of a Python float or an int of at most 53
+    bits, as the promotion makes them (one exact term, the canonical NaN), for :func:`binary`'s common
+    case; None for anything else, and for a divisor at R >= 3 (the one-term Newton division)."""
+    if type(like) is not np.ndarray or like.dtype != np.float64:
+        return None
+    if type(v) is float:
+        if v != v:
+            v = math.nan
+    elif type(v) is int and -_EXACT_INT <= v <= _EXACT_INT:
+        v = float(v)
+    else:
+        return None
+    if op == "div" and like.shape[-1] > 2:
+        return None
+    t = np.zeros(like.shape, np.float64)
+    t[..., 0] = v
+    return t
+
+
 @implements("binary")
 def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=None, dtype=None):
     """The one dispatch helper of the arithmetic ('add', 'sub', 'mul', 'div'): promote exactly,
     broadcast, run the kernel the method stands for, renormalize.  An operand of a type the expansions
     do not know raises :class:`expansions.convert.Unsupported` (a TypeError)."""
+    if method == "auto" and renormalize is True and terms is None and dtype is None:  # the common cases first
+        xt = yt = None
+        if type(x) is ExpansionArray:
+            xt = x._terms
+            yt = y._terms if type(y) is ExpansionArray else _plain_scalar(y, xt, op)
+        elif type(y) is ExpansionArray:
+            yt = y._terms
+            xt = _plain_scalar(x, yt, op)
+        if type(xt) is np.ndarray and type(yt) is np.ndarray and xt.shape == yt.shape and xt.dtype is yt.dtype:
+            # two NumPy operands of one shape and format, the default method: no promotion, no
+            # broadcasting, the backend's functions resolved once per format (the same functions as
+            # below, so the same bits; a 0-d operation's cost is mostly what this skips)
+            shape = xt.shape
+            R = shape[-1]
+            be = cpu_backend()
+            hit = _SAME.get((op, R, xt.dtype.char))
+            if hit is None or hit[0] is not be:
+                hit = _SAME[op, R, xt.dtype.char] = (be, *dispatch.operation(op, dispatch.method(op, "auto", R), be))
+            _, run, then = hit
+            xt, yt = np.ascontiguousarray(xt).reshape(-1, R), np.ascontiguousarray(yt).reshape(-1, R)
+            if be.silent:
+                out = run(xt, yt, R) if then is None else then(run(xt, yt, R), R)
+            else:
+                with np.errstate(all="ignore"):
+                    out = run(xt, yt, R) if then is None else then(run(xt, yt, R), R)
+            return ExpansionArray(out.reshape(shape))
     if traced(x, y):  # inside expansions.fuse: record the operation
         return HANDLED["traced"](op, x, y, method=method, renormalize=renormalize, terms=terms, dtype=dtype)
     one_term_divisor = op == "div" and not isinstance(y, ExpansionArray)

@@ -25,6 +25,9 @@ def test_tiny_run(tmp_path):
         assert "expansions fused" in c["executors"] or c["work"] not in workloads.ELEMENTWISE
     text = (tmp_path / js.name.replace(".json", ".md")).read_text()
     assert "## Goals (one core)" in text and "R = 2 sum: >= 150 Mop/s" in text
+    (small,) = res["small"]  # scalars, small arrays, mixed operands: every figure measured
+    assert small["us"]["0-d +"] > 0 and small["us"]["mpmath 0-d *"] > 0 and len(small["ratio"]) == 10
+    assert "## Scalars, small arrays and mixed operands" in text and "R = 2 mixed operands" in text
 
 
 def test_goals_from_figures():

@@ -57,7 +57,6 @@ from ..dw import ALGORITHMS
 from ..formats import FLOAT32, FLOAT64, dw_scale_limit
 from . import dw as _dw
 from .dw import _KERNEL, _OP, _SCALAR, _c, _two_sum
-from .kernels import readonly
 from .newton import leading_exponent
 
 #: the double-word x double-word algorithms of the library's binary operations, and their operation
@@ -385,18 +384,43 @@ def operation(name: str, x, y=None, negate_y: bool = False, renormalize: bool = 
     (``y`` None, ``name`` 'dw_sqrt'), with the library's non-finite rule, renormalized with
     ``renormalize``.  Returns a new (count, 2) array: the bits of the twins' composition
     (:func:`expansions.dispatch.run` on ``backends.cpu``), and of the GPU's ``dw_operation``."""
-    binary, renormalize = y is not None, bool(renormalize)
-    loops = _ENTRIES.get((name, binary, renormalize)) or _entry(name, binary, renormalize)
-    x = readonly(np.ascontiguousarray(x))  # one numba specialization per dtype (see kernels.readonly)
-    y = readonly(np.ascontiguousarray(y)) if binary else x
-    if x.ndim != 2 or x.shape[1] != 2 or y.shape != x.shape or y.dtype != x.dtype:
+    binary = y is not None
+    run = _PREPARED.get((name, binary, bool(renormalize))) or prepared(name, binary, renormalize)
+    x = np.ascontiguousarray(x)
+    y = np.ascontiguousarray(y) if binary else x
+    shape, dt = x.shape, x.dtype
+    if len(shape) != 2 or shape[1] != 2 or y.shape != shape or y.dtype != dt:
         raise ValueError(f"{name}: expected (count, 2) operands of one dtype, got {x.shape} {x.dtype} and "
                          f"{y.shape} {y.dtype}")
-    if x.dtype.char not in "df":
+    if dt.char not in "df":
         raise TypeError(f"{name}: expected float64 or float32 terms, got {x.dtype}")
-    out = np.empty_like(x)
-    loops[0 if x.shape[0] < SERIAL_BELOW else 1](x, y, out, bool(negate_y))
-    return out
+    return run(x, y, bool(negate_y))
+
+
+_PREPARED: dict = {}  # (name, binary, renormalize) -> the function prepared() returns
+
+
+def prepared(name: str, binary: bool = True, renormalize: bool = False):
+    """:func:`operation`'s loop for algorithm ``name`` as ``run(x, y, negate_y) -> out``, with no
+    checks: x and y (count, 2) C-contiguous NumPy arrays of one float dtype (pass x as y for the
+    square root)."""
+    key = (name, bool(binary), bool(renormalize))
+    run = _PREPARED.get(key)
+    if run is None:
+        serial, parallel = _ENTRIES.get(key) or _entry(*key)
+
+        def run(x, y, negate_y):
+            out = np.empty_like(x)
+            # writable operands, one numba specialization per dtype: a read-only one (a broadcast
+            # view, a read-only buffer) is copied (rare; a read-only view of every operand instead,
+            # kernels.readonly, would cost about 0.6 us per operand on every call)
+            x = x if x.flags.writeable else x.copy()
+            y = y if y.flags.writeable else y.copy()
+            (serial if x.shape[0] < SERIAL_BELOW else parallel)(x, y, out, negate_y)
+            return out
+
+        _PREPARED[key] = run
+    return run
 
 
 def dw_binary(name: str, x, y) -> np.ndarray:
