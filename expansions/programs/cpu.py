@@ -133,12 +133,14 @@ class Plan:
         v = self._leaf_value(j, args)
         return tuple(v.shape) if hasattr(v, "shape") else ()
 
-    def leaf_values(self, wanted: list, args, ids=None):
+    def leaf_values(self, wanted: list, args, ids=None, shape=None):
         """The flat values of the inputs, constants and promoted operands among ``wanted`` (or ``ids``
-        of them), broadcast to the shape of ``wanted``'s leaves; and that shape."""
+        of them), broadcast to the shape of ``wanted``'s leaves (``shape`` when the caller has it); and
+        that shape."""
         nodes = self.graph.nodes
-        leaves = [j for j in wanted if nodes[j].op in ("input", "const")]
-        shape = np.broadcast_shapes(*[self._leaf_shape(j, args) for j in leaves])
+        if shape is None:
+            leaves = [j for j in wanted if nodes[j].op in ("input", "const")]
+            shape = np.broadcast_shapes(*[self._leaf_shape(j, args) for j in leaves])
         vals = {}
         with np.errstate(all="ignore"):
             for j in (wanted if ids is None else ids):
@@ -169,23 +171,43 @@ class Plan:
         for j in wanted:
             for a in nodes[j].args:
                 last[a] = j
-        leaves = [j for j in wanted if nodes[j].op in ("input", "const", "promote")]
+        leaves = {j for j in wanted if nodes[j].op in ("input", "const", "promote")}
+        # one promotion of an operand to one format serves every node that promotes it (the steps
+        # never write their operands), dropped after the last of those nodes' uses
+        same = {j: (nodes[j].args[0], nodes[j].fmt) for j in leaves if nodes[j].op == "promote"}
+        last_same = {}
+        for j in wanted:
+            for a in nodes[j].args:
+                if a in same:
+                    last_same[same[a]] = j
+        promoted = {}
         _, shape = self.leaf_values(wanted, args, ids=[])
         vals = {}
+
+        def materialize(a):
+            if a in same and same[a] in promoted:
+                vals[a] = promoted[same[a]]
+                return
+            vals.update(self.leaf_values(wanted, args, ids=[a], shape=shape)[0])
+            if a in same:
+                promoted[same[a]] = vals[a]
+
         with np.errstate(all="ignore"):
             for j in wanted:
                 if j in vals:
                     continue
                 for a in nodes[j].args:
                     if a not in vals and a in leaves:
-                        vals.update(self.leaf_values(wanted, args, ids=[a])[0])
+                        materialize(a)
                 if nodes[j].op in ("input", "const", "promote"):
-                    vals.update(self.leaf_values(wanted, args, ids=[j])[0])
+                    materialize(j)
                 else:
                     vals[j] = self.steps[j](*[vals[a] for a in nodes[j].args])
                 for a in set(nodes[j].args):
                     if last.get(a) == j and a not in keep and not keep_all:
                         del vals[a]
+                    if a in same and last_same.get(same[a]) == j:
+                        promoted.pop(same[a], None)
         return vals, shape
 
     def _output(self, i: int, vals: dict, shape: tuple, args, own: tuple):
@@ -206,7 +228,17 @@ class Plan:
 
     def shapes(self, args) -> dict:
         """The shape of every node, broadcast operation by operation as op by op does (a ValueError
-        where two operands do not broadcast, also in operations whose results are not returned)."""
+        where two operands do not broadcast, also in operations whose results are not returned);
+        remembered per shapes of the leaves (a program is usually called on arrays of one shape)."""
+        key = tuple(self._leaf_shape(j, args) for j, n in enumerate(self.graph.nodes) if n.op in ("input", "const"))
+        memo = self.__dict__.setdefault("_shape_memo", {})
+        if key not in memo:
+            if len(memo) > 64:
+                memo.clear()
+            memo[key] = self._shapes(args)
+        return memo[key]
+
+    def _shapes(self, args) -> dict:
         shapes = {}
         for j, n in enumerate(self.graph.nodes):
             if n.op in ("input", "const"):
