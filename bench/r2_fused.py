@@ -47,6 +47,8 @@ DTYPES = ("float64", "float32")
 #: the commit before the fused loops: the engine ran the double-word algorithm, NumPy passes for the
 #: non-finite rule, then the general renormalization
 BASELINE = "97f3444"
+OPERANDS = {"random": "draws of expansions.random (a fifth of them not double words)",
+            "double-words": "draws of expansions.random renormalized (every one a double word)"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,9 +71,11 @@ def _timed(f, repeats: int, budget: float = 0.02) -> list[float]:
     return out
 
 
-def _operations(n: int, dtype: str):
+def _operations(n: int, dtype: str, operands: str = "random"):
     x = ex.random(n, terms=2, seed=1, dtype=dtype)
     y = ex.random(n, terms=2, seed=2, dtype=dtype)
+    if operands == "double-words":  # renormalized: every operand a double word (RN(x0 + x1) = x0)
+        x, y = ex.renormalize(x), ex.renormalize(y)
     s = ex.from_terms(x.terms * np.where(x.terms[..., :1] < 0, -1, 1).astype(dtype))  # |x|
     return {"add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y, "div": lambda: x / y,
             "sqrt": lambda: ex.sqrt(s)}
@@ -82,7 +86,7 @@ def worker(args) -> None:
     for dtype in DTYPES if args.rounds else ():
         for threads, n in ((1, args.n), (all_threads, args.n), (1, 1)):
             numba.set_num_threads(threads)
-            for op, f in _operations(n, dtype).items():
+            for op, f in _operations(n, dtype, args.operands).items():
                 secs = _timed(f, args.repeats)
                 print(json.dumps({"op": op, "dtype": dtype, "n": n, "threads": threads, "seconds": secs}), flush=True)
     numba.set_num_threads(all_threads)
@@ -91,7 +95,7 @@ def worker(args) -> None:
     if args.cores:
         for threads in (1, all_threads):
             numba.set_num_threads(threads)
-            for op, f in _operations(args.cores_n, "float64").items():
+            for op, f in _operations(args.cores_n, "float64", args.operands).items():
                 secs = _timed(f, args.repeats, budget=0.2)
                 print(json.dumps({"cores": True, "op": op, "dtype": "float64", "n": args.cores_n, "threads": threads,
                                   "seconds": secs}), flush=True)
@@ -127,7 +131,7 @@ def _unpack(rev: str, into: Path) -> str:
 def _run_worker(path: Path, args, extra: list[str]) -> list[str]:
     env = {**os.environ, "PYTHONPATH": f"{path}{os.pathsep}{ROOT}"}
     cmd = [sys.executable, "-m", "bench.r2_fused", "--worker", "--n", str(args.n), "--repeats", str(args.repeats),
-           "--cores-n", str(args.cores_n), *extra]
+           "--cores-n", str(args.cores_n), "--operands", args.operands, *extra]
     res = subprocess.run(cmd, env=env, cwd=str(path), capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"worker on {path} failed:\n{res.stderr[-3000:]}")
@@ -145,11 +149,13 @@ def _mops(n, secs):
 def markdown(data: dict) -> str:
     h = data["header"]
     lines = [
-        "# The public operators at R = 2 on the CPU engine: before and after the fused loops",
+        "# The public operators at R = 2 on the CPU engine: this checkout against a baseline",
         "",
         f"`python -m bench.r2_fused {' '.join(h['argv'])}` on {h['processor']}, {h['cpu_count']} CPUs, numba "
-        f"{h['numba']} (threads: {h['threads']}), commit {h['commit']} against the baseline {h['baseline']} "
-        f"(the double-word algorithm, NumPy passes for the non-finite rule, the general renormalization). "
+        f"{h['numba']} (threads: {h['threads']}), commit {h['commit']} against the baseline {h['baseline']}"
+        + (" (the double-word algorithm, NumPy passes for the non-finite rule, the general renormalization)"
+           if h["baseline"].startswith(BASELINE) else "")
+        + f"; operands: {OPERANDS[h.get('operands', 'random')]}. "
         f"{h['rounds']} alternating rounds of one process per checkout; Mop/s from the median seconds per "
         "call of all timings (in brackets: from the fastest).  Load average (1, 5, 15 min) at the start "
         f"{_load(h['load_average']['start'])}, at the end {_load(h['load_average']['end'])}: with more runnable "
@@ -210,6 +216,9 @@ def main(argv=None) -> int:
     p.add_argument("--cores", action="store_true")
     p.add_argument("--cores-n", type=int, default=1_000_000)
     p.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    p.add_argument("--operands", choices=("random", "double-words"), default="random",
+                   help="expansions.random draws (a fifth are not double words), or the same renormalized")
+    p.add_argument("--name", default="r2_fused", help="the results files' stem, before the device")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
@@ -243,12 +252,13 @@ def main(argv=None) -> int:
             print(f"{version}, round {r + 1}: done", flush=True)
     header = {**environment(), "numba": numba.__version__, "cpu_count": os.cpu_count(),
               "threads": numba.get_num_threads(), "baseline": commit, "n": args.n, "rounds": args.rounds,
-              "repeats": args.repeats, "load_average": {"start": load_before, "end": os.getloadavg()},
+              "repeats": args.repeats, "operands": args.operands,
+              "load_average": {"start": load_before, "end": os.getloadavg()},
               "argv": list(argv if argv is not None else sys.argv[1:])}
     data = {"header": header, "cells": cells, "threshold": threshold, "cores": cores}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"r2_fused_{device_slug()}"
+    stem = f"{args.name}_{device_slug()}"
     (out / f"{stem}.md").write_text(markdown(data))
     (out / f"{stem}.json").write_text(json.dumps(data, indent=1))
     (out / f"{stem}.log").write_text("\n".join(log) + "\n")

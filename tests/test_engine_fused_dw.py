@@ -346,7 +346,7 @@ def test_hot_loops_are_vectorized(alg, kind):
 
     @njit(error_model="numpy")
     def run(x, y, out):
-        return block(op, kind, True, x, y, out, False)
+        return block(op, kind, True, x, y, out, False, False)
 
     x = np.ones(64)
     run(x, x, np.empty_like(x))
@@ -355,3 +355,28 @@ def test_hot_loops_are_vectorized(alg, kind):
     assert len(packed) >= 16, f"{alg}: {len(packed)} packed FP instructions: the loop is not vectorized"
     if kind == 1 and llvm.get_host_cpu_features().get("fma", False):
         assert re.search(r"^\s*vfn?m(add|sub)\d+pd\s", asm, re.M), f"{alg}: no packed FMA"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_blocks_that_switch_between_double_words_and_not(dtype):
+    """Runs of blocks whose operands are all double words and runs where some are not (the loops
+    carry from block to block whether the one before needed its operands made double words, and then
+    check the next one first), with non-finite rows among them, serial and parallel sizes: the twins'
+    bits for every operation."""
+    rng = np.random.default_rng(5)
+    for n in (5000, 40_000):
+        x = X.random(n, terms=2, dtype=dtype, seed=1).terms.copy()
+        y = X.random(n, terms=2, dtype=dtype, seed=2).terms.copy()
+        block = np.arange(n) // FD.BLOCK
+        clean = (block % 3 == 0) | (block % 5 == 1)  # runs of clean blocks between dirty ones
+        for t in (x, y):
+            t[clean] = X.renormalize(X.from_terms(t[clean])).terms
+            t[rng.integers(0, n, 7), rng.integers(0, 2, 7)] = np.array([np.inf, np.nan, -np.inf, 0.0, -0.0, np.inf,
+                                                                         np.nan], dtype=dtype)
+        s = np.where(x[:, :1] < 0, -x, x)
+        be = backends.engine_backend()
+        for op in ("add", "sub", "mul", "div", "sqrt"):
+            alg = R2_DEFAULTS["add" if op == "sub" else op]
+            a = s if op == "sqrt" else x
+            got, want = _run(be, op, alg, True, a, y), _run(backends.cpu, op, alg, True, a, y)
+            assert (bits(got) == bits(want)).all(), _table(a, y, got, want)
