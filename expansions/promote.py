@@ -86,9 +86,12 @@ def _array_terms(a, R: int, dt: np.dtype):
     out = xp.zeros(a.shape + (R,), dtype=dt)
     if kind == "b" or (kind == "f" and (size <= dt.itemsize or size <= 2)) or \
             (kind in "iu" and (size <= 2 or (size <= 4 and dt == np.float64))):
-        out[..., 0] = a.astype(dt)  # exact: the values fit one term
-        if kind == "f":  # the canonical NaN, whatever its sign and payload
-            out[..., 0] = xp.where(xp.isnan(out[..., 0]), xp.asarray(np.nan, dtype=dt), out[..., 0])
+        lead = out[..., 0]
+        lead[...] = a  # exact: the values fit one term (cast in the assignment, no temporary)
+        if kind == "f":  # the canonical NaN, whatever its sign and payload (written only where one is)
+            nan = xp.isnan(lead)
+            if bool(nan.any()):
+                lead[nan] = xp.asarray(np.nan, dtype=dt)
         return out
     if kind == "f" and size == 8:  # float64 values into float32 terms: exact only if nothing remains
         out, rest = split_to_float32(a, R)
