@@ -9,8 +9,10 @@ Orders and bounds:
 - :func:`prod`: the pairwise tree "adjacent pairs, odd last carried" (as the sum) of truncated
   products; the relative bound of :func:`expansions.elementwise.power_bound` with n elements applies
   (n - 1 products, each within ``bounds.mul_relative_to_product``).  An empty product is 1.
-- :func:`cumsum` / :func:`cumprod`: left to right, element i of the result is (result i-1) op x_i
-  (safe additions, each within ``bounds.add_safe`` of its exact sum; truncated products).
+- :func:`cumsum` / :func:`cumprod`: left to right, element i of the result is (result i-1) op x_i,
+  the library's ``+`` or ``*`` (safe additions, each within ``bounds.add_safe`` of its exact sum;
+  truncated products; at R = 2 the double-word algorithms, on the engine one compiled loop per row
+  where the rows are longer than they are many, :func:`expansions.engine.fused_dw.scan`).
 - :func:`min`, :func:`max`, :func:`argmin`, :func:`argmax`: a pairwise tree of exact comparisons
   (:func:`expansions.operations.compare`), ties to the first index; NaN propagates (the first NaN is
   the argmax/argmin, as NumPy); exact.
@@ -27,7 +29,8 @@ import math
 import numpy as np
 
 from .arraytype import ExpansionArray, implements
-from .backends import xp_of
+from . import dispatch
+from .backends import cpu_backend, xp_of
 from .elementwise import _one_term, _renorm, isnan
 from .numpy_protocol import write_out
 from .operations import binary, compare
@@ -111,6 +114,23 @@ def prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     return _out(_keep(r, x, a, keepdims is True), out, "np.prod")
 
 
+def _compiled_scan(op, t):
+    """The engine's running double-word loop (:func:`expansions.engine.fused_dw.scan`) for operation
+    ``op`` on (M, n, 2) NumPy terms with n > M (the steps of a row depend on each other, so the loop
+    below runs one vectorized operation per step over the M rows), else None: the same bits as that
+    loop's ``binary(op, acc, x_i)`` steps."""
+    M, n, R = t.shape
+    if R != 2 or n <= M or n < 2 or xp_of(t) is not np:  # (max and min are NumPy's names here)
+        return None
+    be = cpu_backend()
+    alg = dispatch.method(op, "auto", 2)
+    if be.name != "engine" or alg not in dispatch.R2_METHODS[op]:
+        return None
+    from .engine import dw_scan  # numba: the engine's dependency, present where the engine runs
+
+    return lambda row: dw_scan(alg, row)
+
+
 def _cumulative(op, x, axis, out, what):
     _check(x, what)
     if axis is None:
@@ -119,7 +139,11 @@ def _cumulative(op, x, axis, out, what):
     t, rest, a = _rows(x, axis)
     xp = xp_of(t)
     res = xp.empty_like(t)
-    if t.shape[1]:
+    scan = _compiled_scan(op, t)
+    if scan is not None:  # rows longer than they are many: each row's steps in one compiled loop
+        for m in range(t.shape[0]):
+            res[m] = scan(t[m])
+    elif t.shape[1]:
         acc = ExpansionArray(t[:, 0])
         res[:, 0] = acc.terms
         for i in range(1, t.shape[1]):

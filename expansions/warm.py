@@ -50,11 +50,13 @@ def _in_unit_interval(R: int, dtype: str):
 
 def arithmetic(dtype: str, terms) -> None:
     """The operators (+, -, *, /, negation, comparisons), the fast addition, the square root, the
-    renormalization and the reductions (sum, np.sum, dot), at each R of ``terms``."""
+    renormalization, the reductions (sum, np.sum, dot) and the cumulative sum and product, at each R
+    of ``terms``."""
     for R in terms:
         x, y = _pair(R, dtype)
         results = (x + y, x - y, x * y, x / y, x * y + x, -x, ex.sqrt(abs(x)), ex.sum(x), np.sum(x), ex.dot(x, y),
-                   ex.add(x, y, method="fast"), ex.renormalize(ex.from_terms(x.terms[:, ::-1].copy())))
+                   ex.add(x, y, method="fast"), ex.renormalize(ex.from_terms(x.terms[:, ::-1].copy())),
+                   np.cumsum(x), np.cumprod(x))
         for z in results:
             assert z.terms.dtype == x.terms.dtype
         for c in (x < y, x <= y, x == y, x > y):

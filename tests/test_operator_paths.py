@@ -55,3 +55,32 @@ def test_common_case_equals_the_general_path(R, dtype):
                                 operator(left, right)
                             continue
                         _same(operator(left, right), want)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_cumulative_sum_and_product_at_r2_equal_the_step_by_step_loop(dtype):
+    """np.cumsum and np.cumprod at R = 2 on long rows run one compiled loop per row on the engine: the
+    bits of the step-by-step ``acc op x_i`` (the twins' backend runs that loop), on operands that are
+    not double words, zeros, cancellations, infinities and NaN."""
+    from expansions import backends
+
+    rng = np.random.default_rng(3)
+    t = ex.random((3, 700), terms=2, dtype=dtype, seed=4).terms.copy()
+    with np.errstate(all="ignore"):
+        t[0, 100:110] = -t[0, 90:100]  # exact cancellations
+        t[1, 50] = [np.inf, 0]
+        t[1, 400] = [np.nan, 0]
+        t[2, ::37] = 0
+        t[2, 5::41, 1] = t[2, 5::41, 0] * np.asarray(0.75, dtype)  # not double words
+        t[:, 600:] *= np.asarray(rng.choice([1e-30, 1e30], (3, 100, 1)), dtype)
+    x = ex.from_terms(t)
+    for f in (np.cumsum, np.cumprod):
+        for axis in (1, None):
+            with np.errstate(all="ignore"):
+                got = f(x, axis=axis)
+                backends.set_cpu_backend("twins")
+                try:
+                    want = f(x, axis=axis)
+                finally:
+                    backends.set_cpu_backend(None)
+            _same(got, want)

@@ -49,6 +49,7 @@ _FUNCTIONS = {
     "reduce": "reduction",
     "reduce_pass": "reduction",
     "dw_operation": "fused_dw",
+    "dw_scan": "fused_dw",
     "dw_binary": "fused_dw",
     "dw_unary": "fused_dw",
     "compiled_elementary": "elementary",

@@ -403,6 +403,55 @@ def _loops(op: int, kind: int, renormalize: bool):
     return serial, parallel
 
 
+@njit(**_SCALAR)
+def _scan(op, kind, x, out):
+    """``out[i] = out[i-1] op x[i]``, ``out[0] = x[0]``, on flat (2n,) arrays: each step the fast
+    pass's row with its operands made double words (``fix``) and renormalized, or, where
+    :func:`_flag` flags it, :func:`_exact_row`: the bits of the library's ``acc op x[i]`` at R = 2, one
+    row at a time (a cumulative sum or product, whose steps depend on each other)."""
+    literally(op)
+    literally(kind)
+    n = x.shape[0] // 2
+    if n == 0:
+        return
+    h, lo = x[0], x[1]
+    out[0], out[1] = h, lo
+    for i in range(1, n):
+        x0, x1 = x[2 * i], x[2 * i + 1]
+        a, b = _double_word_select(h, lo)
+        c, d = _double_word_select(x0, x1)
+        hh, ll = _algorithm(op, a, b, c, d, True)
+        zero = _c(hh, 0.0)
+        hh, ll = hh + zero, ll + zero
+        if _flag(kind, True, False, h, lo, x0, x1, hh, ll):
+            hh, ll = _exact_row(op, kind, True, h, lo, x0, x1)
+        h, lo = hh, ll
+        out[2 * i], out[2 * i + 1] = h, lo
+
+
+@functools.cache
+def _scan_loop(op: int, kind: int):
+    @njit(**_SCALAR)
+    def loop(x, out):
+        _scan(op, kind, x, out)
+
+    return loop
+
+
+def scan(name: str, x) -> np.ndarray:
+    """The running results ``r[0] = x[0]``, ``r[i] = r[i-1] op x[i]`` of the double-word algorithm
+    ``name`` (a key of :data:`BINARY`), renormalized, on (n, 2) terms: the bits of the library's
+    ``acc = acc op x[i]`` step by step (``np.cumsum``, ``np.cumprod`` at R = 2), in one compiled loop."""
+    if name not in BINARY:
+        raise ValueError(f"unknown binary double-word algorithm {name!r}; expected one of {sorted(BINARY)}")
+    x = np.ascontiguousarray(x)
+    if x.ndim != 2 or x.shape[1] != 2 or x.dtype.char not in "df":
+        raise ValueError(f"{name}: expected (n, 2) float64 or float32 terms, got {x.shape} {x.dtype}")
+    out = np.empty_like(x)
+    _scan_loop(_OP[name], _KIND[BINARY[name]])((x if x.flags.writeable else x.copy()).reshape(-1), out.reshape(-1))
+    return out
+
+
 _ENTRIES: dict = {}  # (name, binary, renormalize) -> (serial, parallel), for operation()
 
 
@@ -475,3 +524,4 @@ def dw_unary(name: str, x) -> np.ndarray:
 
 
 dw_operation = operation  # its name in expansions.engine
+dw_scan = scan
