@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from .arraytype import ExpansionArray, implements
 from . import dispatch
+from .arraytype import ExpansionArray, implements
 from .backends import cpu_backend, xp_of
 from .elementwise import _one_term, _renorm, isnan
 from .numpy_protocol import write_out
