@@ -15,7 +15,8 @@ Orders and bounds:
   where the rows are longer than they are many, :func:`expansions.engine.fused_dw.scan`).
 - :func:`min`, :func:`max`, :func:`argmin`, :func:`argmax`: a pairwise tree of exact comparisons
   (:func:`expansions.operations.compare`), ties to the first index; NaN propagates (the first NaN is
-  the argmax/argmin, as NumPy); exact.
+  the argmax/argmin, as NumPy); exact.  On long rows the tree runs on the candidates only (the
+  elements whose renormalized leading term is within 4 ulp of the extreme one: :func:`_candidates`).
 - :func:`sort`, :func:`argsort`: a presort on the renormalized terms (stable sorts by each term, NaN
   last), then odd-even transposition passes with exact comparisons until no adjacent pair is out of
   order (at most n passes), so the result is sorted by exact value whatever the presort did; NaN last
@@ -186,11 +187,43 @@ def _arg_tree(t, op):
     return t[:, 0], idx[:, 0]
 
 
+def _candidates(t, op):
+    """The indices along the row (sorted) of the elements of each of the (M, n, R) rows that may be its
+    extremum: where the row has a NaN, its NaNs (the first is the answer); else those whose renormalized
+    leading term r0 is within 4 ulp of the row's largest ('gt') or smallest ('lt') r0, m.  A
+    renormalized expansion's value lies within ulp(r0) <= ulp(m) of r0 (for |r0| <= |m|), so every
+    element whose value can reach the extremum's (>= m - ulp(m) for 'gt') is kept; the exact tree then
+    decides among them, in index order, so ties still go to the first index."""
+    xp = xp_of(t)
+    M, n, R = t.shape
+    nan = xp.asarray(isnan(ExpansionArray(t)))
+    with np.errstate(all="ignore"):
+        r0 = _renorm(t, R)[..., 0]
+        s = r0 if op == "gt" else -r0
+        m = s.max(axis=1, keepdims=True)
+        keep = s >= m - 4 * xp.spacing(xp.abs(m))
+        keep |= xp.isinf(m) & (s == m)
+    out = []
+    for k in range(M):
+        c = xp.flatnonzero(nan[k]) if bool(nan[k].any()) else xp.flatnonzero(keep[k])
+        out.append(c if c.size else xp.arange(n))  # (none kept: a NaN leading term; all, to be safe)
+    return out
+
+
 def _extreme(x, axis, out, keepdims, op, what, want_index):
     t, rest, a = _rows(_check(x, what), axis)
     if t.shape[1] == 0:
         raise ValueError(f"{what}: attempt to get the extremum of an empty sequence")
-    v, i = _arg_tree(t, op)
+    if t.shape[1] >= 64 and t.shape[0] <= 16:  # long rows: the exact tree on the candidates alone
+        xp = xp_of(t)
+        vs, ids = [], []
+        for k, c in enumerate(_candidates(t, op)):
+            v, i = _arg_tree(t[k:k + 1, c], op)
+            vs.append(v[0])
+            ids.append(c[i[0]])
+        v, i = xp.stack(vs), xp.asarray(ids)
+    else:
+        v, i = _arg_tree(t, op)
     xp = xp_of(t)
     if want_index:
         r = i.reshape(rest).astype(xp.intp)

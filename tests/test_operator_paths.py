@@ -84,3 +84,46 @@ def test_cumulative_sum_and_product_at_r2_equal_the_step_by_step_loop(dtype):
                 finally:
                     backends.set_cpu_backend(None)
             _same(got, want)
+
+
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (3, "float32"), (4, "float64")])
+def test_extrema_of_long_rows_equal_the_full_tree(R, dtype):
+    """np.max, np.min, np.argmax, np.argmin on long rows take the exact tree on the candidates only
+    (renormalized leading terms within a few ulp of the extreme one): the full tree's answer on ties
+    (first index), values equal in their leading terms and differing in their tails, terms not
+    renormalized, signed zeros, infinities and NaN."""
+    from expansions import statistics
+
+    rng = np.random.default_rng(R)
+    base = ex.random((5, 300), terms=R, dtype=dtype, seed=R).terms.copy()
+    rows = [base[0]]
+    tied = base[1].copy()
+    tied[[40, 90, 200]] = tied[10]  # exact ties with the row's ...
+    tied[10] = tied[[np.argmax(tied[:, 0])]]  # ... largest leading term
+    rows.append(tied)
+    tails = base[2].copy()
+    tails[:, 0] = tails[0, 0]  # one leading term, the tails decide
+    rows.append(tails)
+    raw = base[3].copy()
+    raw[::7, 1] = raw[::7, 0] * np.asarray(0.75, dtype)  # not renormalized: the leading term misleads
+    rows.append(raw)
+    special = np.zeros_like(base[4])
+    special[::3, 0] = -0.0
+    special[5, 0], special[77, 0] = np.inf, np.inf
+    rows.append(special)
+    withnan = base[4].copy()
+    withnan[[30, 120], 0] = np.nan
+    rows.append(withnan)
+    neg = -np.abs(base[0])
+    neg[:, 0] = -(2.0 ** rng.integers(-3, 3, neg.shape[0])).astype(dtype)  # powers of two: binade edges
+    rows.append(neg)
+    t = np.stack(rows)
+    x = ex.from_terms(t)
+    for op, fv, fi in (("gt", np.max, np.argmax), ("lt", np.min, np.argmin)):
+        with np.errstate(all="ignore"):
+            want_v, want_i = statistics._arg_tree(t, op)
+            got_v, got_i = fv(x, axis=1), fi(x, axis=1)
+        assert np.array_equal(np.asarray(got_i), np.asarray(want_i))
+        _same(got_v, ex.from_terms(want_v))
+        for k in range(t.shape[0]):  # one row at a time (axis=None)
+            assert fi(x[k]) == int(want_i[k])
