@@ -602,7 +602,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         axis = tuple(range(x.ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     axes = tuple(int(a) % x.ndim for a in axes)
-    ax = absolute(x)
+    if ord not in (None, 2, "fro"):  # |x|, for the orders that sum or compare magnitudes only
+        ax = absolute(x)
     if len(axes) == 1:
         (a,) = axes
         if ord in (None, 2):

@@ -109,6 +109,11 @@ METHODS = ("auto", "slices", "elementwise")
 # slice product a fixed cost per slice product, per term and slice of an operand entry, per output
 # entry and per floating-point operation of the BLAS.
 _ELEMENTWISE_PER_MULADD_TERM = 0.22e-6
+# At R = 2 the element-wise products and tree run straight-line (expansions.engine.reduction): 15 to
+# 75 ns per multiply-add and term on one core of the 2-core AVX2 development machine, 30 ns taken
+# (python -m bench.product_methods, bench/results/product_methods_cpu-x86_64.md: with 0.22 us "auto"
+# took the slices for a matrix times a vector and 16 x 16 x 16, 1.6 to 3x slower).
+_ELEMENTWISE_PER_MULADD_TERM_R2 = 30e-9
 _SLICES_PER_PRODUCT = 30e-6
 _SLICES_PER_DIGIT = 6e-9
 _SLICES_PER_OUTPUT = 0.2e-6
@@ -123,9 +128,10 @@ def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto", e
     matrices (m n > 1) where :func:`expansions.slices.supported` and the cost model (the constants
     above) predicts it faster than "elementwise", else "elementwise" (so a dot product of two vectors,
     ``vdot`` and 1-D ``dot`` and ``inner``, keeps the tree and its bound relative to sum |x_i y_i|).
-    On one core, with well-scaled operands, R = 2 switches to slices from about 12 x 12 x 12, R = 8
-    from about 16 x 16 x 16 (a matrix times a vector from about 64 x 64 for R <= 4); badly scaled
-    operands need more slice products and switch later."""
+    On one core, with well-scaled operands, R = 2 switches to slices from about 20 x 20 x 20 and keeps
+    the tree for a matrix times a vector (its straight-line products), R = 8 switches from about
+    16 x 16 x 16 (a matrix times a vector from about 64 x 64 for R = 3, 4); badly scaled operands need
+    more slice products and switch later."""
     if method not in METHODS:
         raise ValueError(f"unknown product method {method!r}: use one of {METHODS}")
     if method == "slices" and not _slices.supported(k, R, dtype):
@@ -137,7 +143,7 @@ def choose_method(m: int, k: int, n: int, R: int, dtype, method: str = "auto", e
         return "elementwise"  # one dot product (vectors): the tree
     plan = _slices.plan(k, R, dtype, extra=extra)
     g = plan.gemms
-    elementwise = _ELEMENTWISE_PER_MULADD_TERM * R * m * k * n
+    elementwise = (_ELEMENTWISE_PER_MULADD_TERM_R2 if R == 2 else _ELEMENTWISE_PER_MULADD_TERM) * R * m * k * n
     slices = (_SLICES_PER_PRODUCT * g + _SLICES_PER_DIGIT * plan.slices * R * (m * k + k * n)
               + (_SLICES_PER_OUTPUT + _SLICES_PER_OUTPUT_PRODUCT * g) * m * n + _SLICES_PER_FLOP * 2 * g * m * k * n)
     return "slices" if slices < elementwise else "elementwise"
