@@ -44,7 +44,7 @@ def main(argv=None) -> int:
             A, B = ex.random((m, k), terms=R, seed=1), ex.random((k, n), terms=R, seed=2)
             ms = {}
             for method in ("elementwise", "slices"):
-                f = lambda method=method: ex.dot(A, B, method=method)  # noqa: E731
+                f = lambda A=A, B=B, method=method: ex.dot(A, B, method=method)  # noqa: E731
                 f()
                 ms[method] = min(timeit.repeat(f, number=1, repeat=3)) * 1e3
             auto = ex.reduce.choose_method(m, k, n, R, np.float64)
