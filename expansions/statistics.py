@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from . import dispatch
+from . import engine as _engine
 from .arraytype import ExpansionArray, implements
 from .backends import cpu_backend, xp_of
 from .elementwise import _one_term, _renorm, isnan
@@ -127,9 +128,7 @@ def _compiled_scan(op, t):
     alg = dispatch.method(op, "auto", 2)
     if be.name != "engine" or alg not in dispatch.R2_METHODS[op]:
         return None
-    from .engine import dw_scan  # numba: the engine's dependency, present where the engine runs
-
-    return lambda row: dw_scan(alg, row)
+    return lambda row: _engine.dw_scan(alg, row)  # the engine loads its numba modules on first use
 
 
 def _cumulative(op, x, axis, out, what):
