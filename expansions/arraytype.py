@@ -190,15 +190,30 @@ class ExpansionArray:
 
     def to_float(self):
         """The value correctly rounded to float64 (half to even; beyond the largest float64, ±inf), as a
-        NumPy array of the logical shape.  A zero value gives the zero with its leading term's sign."""
-        q = self.to_fraction()
-        lead = to_numpy(self._terms)[..., 0].astype(np.float64)
-        if self.ndim == 0:
-            f = np.float64(fraction_to_float(q) if type(q) is Fraction else q)
+        NumPy array of the logical shape.  A zero value gives the zero with its leading term's sign.
+        Two finite terms: one float64 addition (it rounds their exact sum once); otherwise through
+        the exact rational."""
+        t = to_numpy(self._terms)
+        lead = t[..., 0].astype(np.float64)
+        if t.shape[-1] == 2:  # one float64 addition rounds the exact sum of two floats, once, to nearest even
+            t64 = t.astype(np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):
+                f = np.array(t64[..., 0] + t64[..., 1])  # an array also for 0-d values
+            bad = ~np.isfinite(t64).all(axis=-1)  # non-finite terms: the library's rule, below
+            if bool(bad.any()):
+                f[bad] = ExpansionArray(t[bad])._rounded_values()
         else:
-            f = np.vectorize(lambda v: fraction_to_float(v) if type(v) is Fraction else float(v),
-                             otypes=[np.float64])(q)
+            f = self._rounded_values()
         return np.where(f == 0, np.copysign(f, lead), f)[()]
+
+    def _rounded_values(self):
+        """Each value correctly rounded to float64 through its exact rational (any R; non-finite values
+        by the library's rule), as an array of the logical shape."""
+        q = self.to_fraction()
+        if self.ndim == 0:
+            return np.float64(fraction_to_float(q) if type(q) is Fraction else q)
+        return np.vectorize(lambda v: fraction_to_float(v) if type(v) is Fraction else float(v),
+                            otypes=[np.float64])(q)
 
     def to_device(self, device: str) -> ExpansionArray:
         """A copy on ``'cpu'`` (NumPy) or ``'cuda'`` (CuPy); the same array if already there."""

@@ -127,3 +127,35 @@ def test_extrema_of_long_rows_equal_the_full_tree(R, dtype):
         _same(got_v, ex.from_terms(want_v))
         for k in range(t.shape[0]):  # one row at a time (axis=None)
             assert fi(x[k]) == int(want_i[k])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_to_float_at_r2_is_the_correctly_rounded_value(dtype):
+    """to_float at R = 2 (one float64 addition of the two terms) equals the exact value rounded to
+    nearest even through its rational: ties both ways, overflow to inf, subnormals, signed zeros,
+    terms that overlap, non-finite terms by the library's rule."""
+    from fractions import Fraction
+
+    from expansions.convert import fraction_to_float
+
+    rng = np.random.default_rng(9)
+    info = np.finfo(dtype)
+    n = 3000
+    x0 = (rng.uniform(1, 2, n) * np.exp2(rng.integers(info.minexp, info.maxexp, n))).astype(dtype)
+    ulp = np.spacing(x0.astype(np.float64))
+    x1 = (rng.choice([-1, 1, 0.5, -0.5, 0.25, 3], n) * ulp * rng.choice([1, 0.5, 2.0**-30], n)).astype(dtype)
+    t = np.stack([x0, x1], axis=1)
+    with np.errstate(all="ignore"):
+        t[:10] = np.array([[info.max, info.max], [-0.0, -0.0], [0.0, -0.0], [info.tiny, -info.tiny],
+                           [np.inf, -np.inf], [1.0, np.inf], [np.nan, 0.0], [info.max, np.spacing(info.max) / 2],
+                           [1.0, 2.0**-53], [1.0 + 2.0**-52, 2.0**-53]], dtype=dtype)
+    x = ex.from_terms(t)
+    got = x.to_float()
+    for k in range(n):
+        row = t[k]
+        if np.isfinite(row).all():
+            want = fraction_to_float(Fraction(float(row[0])) + Fraction(float(row[1])))
+            want = np.copysign(want, row[0]) if want == 0 else want
+        else:
+            want = x[k]._rounded_values()
+        assert np.float64(got[k]).tobytes() == np.float64(want).tobytes() or (np.isnan(got[k]) and np.isnan(want)), k
