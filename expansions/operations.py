@@ -18,8 +18,6 @@ The public functions (:func:`add`, ..., :func:`sqrt`, :func:`negative`, :func:`a
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import dispatch
@@ -27,7 +25,7 @@ from . import formats as F
 from .arraytype import HANDLED, ExpansionArray, implements, traced
 from .backends import cpu as twins
 from .backends import cpu_backend, for_terms, to_numpy, xp_of
-from .promote import operand_terms
+from .promote import _EXACT_INT, _scalar_terms, operand_terms
 
 __all__ = ["add", "sub", "mul", "div", "reciprocal", "sqrt", "negative", "absolute", "renormalize", "binary",
            "unary", "compare", "operands", "flat_pair", "broadcast_flat"]
@@ -144,26 +142,19 @@ def broadcast_flat(t, shape):
 _SAME: dict = {}  # (op, R, dtype char) -> (backend, run, then): binary's common case, resolved once
 
 
-_EXACT_INT = 2**53
-
-
 def _plain_scalar(v, like, op):
     """The terms (shaped as the float64 NumPy terms ``like``) of a Python float or an int of at most 53
-    bits, as the promotion makes them (one exact term, the canonical NaN), for :func:`binary`'s common
-    case; None for anything else, and for a divisor at R >= 3 (the one-term Newton division)."""
+    bits, as the promotion makes them (:func:`expansions.promote._scalar_terms`' one-term case), for
+    :func:`binary`'s common case; None for anything else, and for a divisor at R >= 3 (the one-term
+    Newton division)."""
     if type(like) is not np.ndarray or like.dtype != np.float64:
         return None
-    if type(v) is float:
-        if v != v:
-            v = math.nan
-    elif type(v) is int and -_EXACT_INT <= v <= _EXACT_INT:
-        v = float(v)
-    else:
+    if not (type(v) is float or (type(v) is int and -_EXACT_INT <= v <= _EXACT_INT)):
         return None
     if op == "div" and like.shape[-1] > 2:
         return None
-    t = np.zeros(like.shape, np.float64)
-    t[..., 0] = v
+    t = np.empty(like.shape, np.float64)
+    t[...] = _scalar_terms(v, like.shape[-1], like.dtype)
     return t
 
 

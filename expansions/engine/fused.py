@@ -1060,7 +1060,7 @@ def run(op: int, x, y, R: int, negate_y: bool = False, renormalize: bool = False
         kmin, kmax = 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax
     # writable operands, one numba specialization per dtype: a read-only one (a broadcast view, a
     # read-only buffer) is copied (rare; a read-only view of every operand instead, kernels.readonly,
-    # costs about 0.6 us per operand on every call, most of a small operation's time)
+    # would cost a view per operand on every call, a large part of a small operation's time)
     x = x if x.flags.writeable else x.copy()
     y = x if y is x_in else (y if y.flags.writeable else y.copy())
     _run(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, _chunks(x.shape[0]))

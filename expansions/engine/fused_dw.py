@@ -335,9 +335,9 @@ def _block(op, kind, renormalize, x, y, out, negate, dirty):
     with flagged rows runs the fast pass again with the operands made double words by selects
     (``fix``), and only the rows that one still flags run the exact pass.  ``dirty``: the block
     before needed ``fix``; then this one is checked first (:func:`_not_double_words`, a vectorized
-    pass) and runs one fast pass, with ``fix`` or not (on draws of ``expansions.random``, a fifth
-    of which are not double words, two passes per block cost 2.2x the time of one, the check and
-    one pass 1.3x; double words alone never pay the check).  Returns (the number of rows flagged,
+    pass) and runs one fast pass, with ``fix`` or not (double words alone never pay the check; the
+    speed on draws of ``expansions.random``, a fifth of which are not double words:
+    bench/results/r2_operands_random_*).  Returns (the number of rows flagged,
     whether this block needed ``fix``)."""
     literally(op)
     literally(kind)
@@ -471,8 +471,8 @@ def operation(name: str, x, y=None, negate_y: bool = False, renormalize: bool = 
     (``y`` None, ``name`` 'dw_sqrt'), with the library's non-finite rule, renormalized with
     ``renormalize``.  Returns a new (count, 2) array: the bits of the twins' composition
     (:func:`expansions.dispatch.run` on ``backends.cpu``), and of the GPU's ``dw_operation``."""
-    binary = y is not None
-    run = _PREPARED.get((name, binary, bool(renormalize))) or prepared(name, binary, renormalize)
+    binary, renormalize = y is not None, bool(renormalize)
+    serial, parallel = _ENTRIES.get((name, binary, renormalize)) or _entry(name, binary, renormalize)
     x = np.ascontiguousarray(x)
     y = np.ascontiguousarray(y) if binary else x
     shape, dt = x.shape, x.dtype
@@ -481,33 +481,14 @@ def operation(name: str, x, y=None, negate_y: bool = False, renormalize: bool = 
                          f"{y.shape} {y.dtype}")
     if dt.char not in "df":
         raise TypeError(f"{name}: expected float64 or float32 terms, got {x.dtype}")
-    return run(x, y, bool(negate_y))
-
-
-_PREPARED: dict = {}  # (name, binary, renormalize) -> the function prepared() returns
-
-
-def prepared(name: str, binary: bool = True, renormalize: bool = False):
-    """:func:`operation`'s loop for algorithm ``name`` as ``run(x, y, negate_y) -> out``, with no
-    checks: x and y (count, 2) C-contiguous NumPy arrays of one float dtype (pass x as y for the
-    square root)."""
-    key = (name, bool(binary), bool(renormalize))
-    run = _PREPARED.get(key)
-    if run is None:
-        serial, parallel = _ENTRIES.get(key) or _entry(*key)
-
-        def run(x, y, negate_y):
-            out = np.empty_like(x)
-            # writable operands, one numba specialization per dtype: a read-only one (a broadcast
-            # view, a read-only buffer) is copied (rare; a read-only view of every operand instead,
-            # kernels.readonly, would cost about 0.6 us per operand on every call)
-            x = x if x.flags.writeable else x.copy()
-            y = y if y.flags.writeable else y.copy()
-            (serial if x.shape[0] < SERIAL_BELOW else parallel)(x, y, out, negate_y)
-            return out
-
-        _PREPARED[key] = run
-    return run
+    out = np.empty_like(x)
+    # writable operands, one numba specialization per dtype: a read-only one (a broadcast view, a
+    # read-only buffer) is copied (rare; a read-only view of every operand instead, kernels.readonly,
+    # would cost a view per operand on every call, a large part of a 0-d operation's time)
+    x = x if x.flags.writeable else x.copy()
+    y = x if not binary else (y if y.flags.writeable else y.copy())
+    (serial if shape[0] < SERIAL_BELOW else parallel)(x, y, out, bool(negate_y))
+    return out
 
 
 def dw_binary(name: str, x, y) -> np.ndarray:

@@ -22,6 +22,7 @@ from numba import get_num_threads, njit, prange
 
 from ..cpu.reduce import check_addressing, check_chunk, chunk_levels
 from ..formats import check_terms
+from .dw import _two_sum
 from .fused import (
     ADD_SAFE,
     INNER,
@@ -39,14 +40,6 @@ from .simd import LANES, fma
 
 #: Blocks of pairs per work item of a level's parallel loop.
 ITEM_BLOCKS = 64
-
-
-@njit(**INNER)
-def _two_sum(a, b):
-    """Knuth's 2Sum (twin: ``eft.two_sum``; the same six operations)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
 
 
 @njit(**INNER)
