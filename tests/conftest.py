@@ -42,6 +42,7 @@ def pytest_configure(config):
 # inflates).  With xdist each worker reports its own tests, in the workers' output.
 import resource  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -138,3 +139,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_sep("=", f"CPU seconds of {len(rows)} tests: {total:.1f} in all")
     for nodeid, (cpu, wall) in rows[: n or None]:
         terminalreporter.write_line(f"{cpu:8.2f} cpu {wall:8.2f} wall  {nodeid}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """An xdist worker under ``--dist loadgroup`` checks that its grouped tests carry their group (the
+    ``@name`` suffix xdist's scheduler reads): pytest 9.2 drops it (pytest-xdist issue 1386), and the
+    groups then spread over every worker, so that each worker builds the same compiled libraries and
+    compiles every NVRTC instance again (CI took twice as long).  pyproject pins pytest below 9.2;
+    elsewhere this warns."""
+    if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
+        return
+    lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        warnings.warn(f"--dist loadgroup: {len(lost)} grouped tests lost their group (e.g. {lost[0]}): this "
+                      f"pytest ({pytest.__version__}) breaks xdist's loadgroup; install pytest<9.2", stacklevel=1)
