@@ -23,14 +23,19 @@ Exact, with the array module of the terms (CPU and GPU alike):
 
 With R-term arithmetic (stated per function):
 
-- :func:`floor_divide` (``//``), :func:`remainder` (``%``), :func:`fmod`: the quotient is the floor of
-  the R-term division; where that division lies within 8 units roundoff (relative) of an integer,
-  far above its proven error, it is corrected by one where the remainder ``x - q y`` computed with
-  R-term arithmetic is out of range.  Elsewhere the exact x / y has the same floor (a tiny negative
-  x / y has floor -1 and remainder ``x + y``).  Exact whenever that remainder is computed exactly,
-  e.g. integer-valued operands whose products fit R terms, or a divisor that is a power of two
-  (there the quotient is an exact scaling); otherwise within one unit of the exact floor(x/y) only
-  where x/y is within the division's error bound of an integer.
+- :func:`floor_divide` (``//``), :func:`remainder` (``%``), :func:`fmod` (:func:`_divmod`): the exact
+  floor (or truncation, for fmod) of x / y rounded to R terms, and the exact remainder rounded to R
+  terms.  The quotient q is the floor of the R-term division of x and y (of |x| and |y| for fmod),
+  within one of the exact floor wherever |x / y| < 1 / (4 bounds.div(R)) (the division's error is then
+  below 1/4); the remainder x - q y is computed exactly (every product q_k y_j split by the
+  two-product, the terms summed by the error-free renormalization, in stages of at most 32 terms) and
+  its sign and comparison with y correct q by one step, exactly.  Rows outside that range (larger
+  quotients, operands near the overflow threshold, divisor terms near the underflow threshold, where
+  the two-product's error is not exact, or sums that need more than 32 terms) are computed with exact
+  rationals.  Zero results take NumPy's signs (``%``: y's, fmod: x's, ``//``: that of x / y); a
+  non-finite operand or a zero divisor gives NumPy's result on the operands' values (their leading
+  terms, or NaN for a finite leading term with a non-finite lower term), and a finite x modulo an
+  infinity is x itself where NumPy's is finite.
 - :func:`power` (``**``) with an integer exponent: binary powering with the library's truncated
   multiplication; a negative exponent takes the reciprocal (Newton) of the positive power, computed
   on exactly scaled operands where that power would overflow or underflow (so a representable
@@ -50,7 +55,9 @@ import numpy as np
 from . import bounds
 from . import formats as F
 from .arraytype import HANDLED, ExpansionArray, implements
-from .backends import for_terms, xp_of
+from .backends import for_terms, to_numpy, xp_of
+from .convert import expansion_of_exact
+from .cpu.eft import two_prod
 from .cpu.newton import scale as _newton_scale
 from .numpy_protocol import register_ufunc, write_out
 from .operations import binary, compare, flat_pair, operands, unary
@@ -140,20 +147,36 @@ def _extremum(op, x, y):
     xt, yt, shape = flat_pair(x, y)
     xp = xp_of(xt)
     X, Y = ExpansionArray(xt), ExpansionArray(yt)
-    pick_x = xp.asarray(compare(op, X, Y)) | xp.asarray(isnan(X))
+    pick_x = xp.asarray(compare(op, X, Y)) | xp.asarray(isnan(X))  # equal values: y, as NumPy
     pick_x &= ~xp.asarray(isnan(Y)) | xp.asarray(isnan(X))
-    return ExpansionArray(_canonical(xp.where(pick_x[:, None], xt, yt)).reshape(shape + (x.nterms,)))
+    return ExpansionArray(_signed_zero_extremum(op, xt, yt, _canonical(xp.where(pick_x[:, None], xt, yt)))
+                          .reshape(shape + (x.nterms,)))
+
+
+def _signed_zero_extremum(op, xt, yt, out):
+    """out with the extremum of two zeros as IEEE 754-2019 orders them (-0 < +0): the larger ("gt")
+    is -0 only if both are, the smaller ("lt") is +0 only if both are."""
+    xp = xp_of(out)
+    zx = (xt == 0).all(axis=-1)
+    zy = (yt == 0).all(axis=-1)
+    sx, sy = xp.signbit(xt[:, 0]), xp.signbit(yt[:, 0])
+    negative = (sx & sy) if op == "gt" else (sx | sy)
+    both = zx & zy
+    out[:, 0] = xp.where(both, xp.where(negative, -xp.zeros_like(out[:, 0]), 0), out[:, 0])
+    return out
 
 
 def maximum(x, y):
-    """``np.maximum`` (exact comparison; a NaN operand gives NaN, the first one when both are; a
-    non-finite result is written as the non-finite rule writes it, (value, 0, ..., 0))."""
-    return _extremum("ge", x, y)
+    """``np.maximum`` (exact comparison; a NaN operand gives NaN, the first one when both are; of two
+    equal values the second, as NumPy, but of +0 and -0 the larger by IEEE 754-2019, +0; a non-finite
+    result is written as the non-finite rule writes it, (value, 0, ..., 0))."""
+    return _extremum("gt", x, y)
 
 
 def minimum(x, y):
-    """``np.minimum`` (exact comparison; a NaN operand gives NaN)."""
-    return _extremum("le", x, y)
+    """``np.minimum`` (exact comparison; a NaN operand gives NaN; of two equal values the second, as
+    NumPy, but of +0 and -0 the smaller by IEEE 754-2019, -0)."""
+    return _extremum("lt", x, y)
 
 
 @implements(np.clip)
@@ -259,60 +282,171 @@ def _power_of_two(y) -> float | None:
     return v if m == 0.5 else None
 
 
-# The quotient's floor needs the remainder's correction only where the R-term quotient is this close
-# (relative to it) to an integer: a margin of 8 units roundoff of one term, far above the division's
-# proven error at any R, so that an exact x / y and its computed value have the same floor elsewhere.
-NEAR_INTEGER_UNITS = 8
+def _value_terms(t):
+    """Exact renormalization of each row of terms t (..., n) to n terms: the leading term carries the
+    value's sign and is zero only for a zero value."""
+    return _renorm(t, t.shape[-1])
 
 
-def _near_integer(quotient: ExpansionArray, frac: ExpansionArray):
-    """Where the (finite) quotient lies within ``NEAR_INTEGER_UNITS * u * |quotient|`` of an integer:
-    frac is its exact fractional part in [0, 1), ``1 - frac`` is computed error-free.  A zero quotient
-    counts as near (its floor depends on the sign of the exact value)."""
-    xp = xp_of(frac.terms)
-    ones = xp.ones(frac.shape + (1,), dtype=frac.dtype)
-    up = _renorm(xp.concatenate([ones, -frac.terms], axis=-1), frac.nterms + 1)[..., 0]
-    fmt = F.format_of(frac.dtype)
-    margin = xp.abs(quotient.terms[..., 0]) * frac.dtype.type(NEAR_INTEGER_UNITS * 2.0 ** -fmt.p)
-    return (frac.terms[..., 0] <= margin) | (up <= margin)
+def _quotient_limit(R: int, fmt) -> float:
+    """A power of two below which the floor of the R-term quotient is within one of the exact floor:
+    ``|q - x/y| <= div(R) |x/y| < 1/4`` for ``|x/y| < 1 / (4 div(R))`` (bounds.div; its underflow term
+    is far below 1/4)."""
+    b = bounds.div(R, fmt).value
+    return 2.0 ** math.floor(math.log2(1 / (4 * b)))
+
+
+#: The most terms the renormalization takes (formats.MAX_TERMS): exact sums of more terms run in stages.
+_SUM_TERMS = F.MAX_TERMS
+
+
+def _exact_sum(parts, keep: int):
+    """The exact sum of the rows of the term arrays ``parts`` (each (count, n_i)), renormalized
+    error-free into ``keep`` terms, in stages of at most :data:`_SUM_TERMS` terms: ``(terms, lost)``,
+    ``lost`` the rows whose value needed more terms at some stage (their terms are then not exact)."""
+    xp = xp_of(parts[0])
+    count = parts[0].shape[0]
+    acc = xp.zeros((count, 0), dtype=parts[0].dtype)
+    lost = xp.zeros(count, dtype=bool)
+    pending = [c for p in parts for c in xp.split(p, p.shape[1], axis=1)]  # single terms
+    while pending:
+        room = _SUM_TERMS - acc.shape[1]
+        take, pending = pending[:room], pending[room:]
+        t = _value_terms(xp.concatenate([acc] + take, axis=1))
+        # while terms are pending, leave room for up to half a stage of them
+        width = min(t.shape[1], keep if not pending else min(keep, _SUM_TERMS - min(len(pending), _SUM_TERMS // 2)))
+        lost |= (t[:, width:] != 0).any(axis=1)
+        acc = t[:, :width]
+    if acc.shape[1] < keep:
+        acc = xp.concatenate([acc, xp.zeros((count, keep - acc.shape[1]), dtype=acc.dtype)], axis=1)
+    return acc, lost
+
+
+def _residual(a, q, b):
+    """``(terms, lost)``: a - q b exactly (every product q_k b_j split by the two-product, whose error
+    is exact where the caller checked the range) in :data:`_SUM_TERMS` - R terms (:func:`_exact_sum`);
+    only the columns of q with a nonzero term are multiplied."""
+    xp = xp_of(a)
+    used = int(xp.nonzero((q != 0).any(axis=0))[0].max()) + 1 if bool((q != 0).any()) else 0
+    count, R = a.shape
+    parts = [a]
+    for k in range(used):
+        hi, lo = two_prod(*xp.broadcast_arrays(q[:, k:k + 1], b))
+        parts += [-hi, -lo]
+    return _exact_sum(parts, _SUM_TERMS - R)
+
+
+def _divmod(x, y, truncated: bool):
+    """``(q, r)`` for ``x // y`` and ``x % y`` (NumPy's floor division and remainder, r of y's sign),
+    or with ``truncated`` for C's division and ``fmod`` (r of x's sign), as ExpansionArrays of the
+    broadcast shape.  The method (see the module docstring): the floor of the R-term quotient of |x| and
+    |y| (or x and y), one step corrected by the sign of the exact remainder, which is then rounded to R
+    terms; rows outside the range where that is proven (quotients of 1 / (4 div(R)) or more, operands
+    near the overflow threshold, divisor terms near the underflow threshold) exactly with rationals;
+    non-finite operands and zero divisors as NumPy on the operands' values."""
+    x, y = operands(x, y)
+    xt, yt, shape = flat_pair(x, y)
+    R, dt = x.nterms, x.dtype
+    fmt = F.format_of(dt)
+    xp = xp_of(xt)
+    with np.errstate(all="ignore"):
+        xv, yv = _value_terms(xt), _value_terms(yt)
+        finite = xp.isfinite(xt).all(axis=-1) & xp.isfinite(yt).all(axis=-1)
+        regular = finite & (yv[:, 0] != 0)
+        # the values' leading terms; a zero value keeps its leading term's sign
+        xl = xp.where(xv[:, 0] == 0, xt[:, 0], xv[:, 0])
+        yl = xp.where(yv[:, 0] == 0, yt[:, 0], yv[:, 0])
+        x_neg, y_neg = xp.signbit(xl), xp.signbit(yl)
+        if truncated:  # |x| and |y|: the floor of their quotient is the truncated quotient's magnitude
+            a = xp.where(x_neg[:, None], -xv, xv)
+            b = xp.where(y_neg[:, None], -yv, yv)
+        else:
+            a, b = xv, yv
+        a = xp.where(regular[:, None], a, 0)
+        b = xp.where(regular[:, None], b, 1)
+        quotient = binary("div", ExpansionArray(a), ExpansionArray(b))
+        ints, _, _ = _integer_part(quotient)
+        q = _finish(quotient, ints, xp.ones(a.shape[0], dtype=bool)).terms
+        tiny = xp.where(b != 0, xp.abs(b), xp.asarray(np.inf, dtype=dt)).min(axis=-1)
+        exact = (regular & (xp.abs(quotient.terms[:, 0]) < _quotient_limit(R, fmt))
+                 & (xp.abs(a[:, 0]) < dt.type(2.0 ** (fmt.emax - 2)))
+                 & (tiny >= dt.type(2.0 ** (fmt.emin + fmt.p))))
+        q = xp.where(exact[:, None], q, 0)
+        e, lost = _residual(xp.where(exact[:, None], a, 0), q, b)
+        exact &= ~lost
+        # one step: the remainder belongs to [0, b) (b > 0) or (b, 0] (b < 0)
+        over = _value_terms(xp.concatenate([e, -b], axis=-1))[:, 0]
+        b_pos = b[:, 0] > 0
+        up = xp.where(b_pos, over >= 0, over <= 0)
+        down = xp.where(b_pos, e[:, 0] < 0, e[:, 0] > 0)
+        step = (up.astype(dt) - down.astype(dt))[:, None]
+        q = _renorm(xp.concatenate([q, step], axis=-1), R + 1)[:, :R]
+        r = _value_terms(xp.concatenate([e, -step * b], axis=-1))[:, :R]  # exact, then R terms kept
+        rest = xp.nonzero(regular & ~exact)[0]
+        if rest.shape[0]:
+            q, r = _divmod_exact(a, b, q, r, rest, fmt)
+        # zero results take NumPy's signs
+        if truncated:
+            r = xp.where(x_neg[:, None], -r, r)
+            q = xp.where((x_neg != y_neg)[:, None], -q, q)
+        r_zero = (r == 0).all(axis=-1)
+        q_zero = (q == 0).all(axis=-1)
+        r[:, 0] = xp.where(r_zero, xp.copysign(xp.zeros_like(r[:, 0]), xl if truncated else yl), r[:, 0])
+        q[:, 0] = xp.where(q_zero, xp.copysign(xp.zeros_like(q[:, 0]), xp.where(x_neg != y_neg, -1.0, 1.0).astype(dt)),
+                           q[:, 0])
+        # the other rows: NumPy on the values (the non-finite rule's values: NaN for a finite leading term
+        # with a non-finite lower term); a finite remainder there (x finite, y infinite) is x itself
+        special = ~regular
+        if bool(special.any()):
+            X = xp.where(xp.isfinite(xt).all(axis=-1), xl, _nonfinite_value(xt))
+            Y = xp.where(xp.isfinite(yt).all(axis=-1), yl, _nonfinite_value(yt))
+            nq = xp.floor_divide(X, Y) if not truncated else xp.trunc(X / Y)
+            nr = xp.fmod(X, Y) if truncated else xp.remainder(X, Y)
+            keep_x = special & xp.isfinite(xt).all(axis=-1) & xp.isfinite(nr) & (nr != 0)
+            zeros = xp.zeros_like(r)
+            q = xp.where(special[:, None], zeros, q)
+            q[:, 0] = xp.where(special, nq, q[:, 0])
+            r = xp.where(special[:, None], zeros, r)
+            r[:, 0] = xp.where(special, nr, r[:, 0])
+            r = xp.where(keep_x[:, None], xv, r)
+    return ExpansionArray(q.reshape(shape + (R,))), ExpansionArray(r.reshape(shape + (R,)))
+
+
+def _divmod_exact(a, b, q, r, rows, fmt):
+    """Rows ``rows`` of (floor(a / b), a - floor(a / b) b) from the exact rationals of the terms, each
+    rounded to R terms (a quotient beyond the range is ±inf)."""
+    xp = xp_of(a)
+    R = q.shape[-1]
+    host = [to_numpy(v) for v in (a[rows], b[rows], rows)]
+    q, r = to_numpy(q).copy(), to_numpy(r).copy()
+    for ta, tb, i in zip(*host):
+        A = sum(Fraction(float(t)) for t in ta)
+        B = sum(Fraction(float(t)) for t in tb)
+        k = math.floor(A / B)
+        q[i] = expansion_of_exact(Fraction(k), R, fmt)
+        r[i] = expansion_of_exact(A - k * B, R, fmt)
+    return xp.asarray(q), xp.asarray(r)
 
 
 def floor_divide(x, y):
-    """``x // y``: floor of the R-term quotient, corrected by one step where the quotient is near an
-    integer (see the module docstring)."""
+    """``x // y``: the exact floor of x / y rounded to R terms (see :func:`_divmod`); a power-of-two
+    divisor is an exact scaling."""
     p2 = _power_of_two(y) if isinstance(x, ExpansionArray) else None
-    if p2 is not None:
-        q = floor(binary("mul", x, 1.0 / p2))  # an exact scaling (barring underflow)
-        return q
-    x, y = operands(x, y)
-    quotient = binary("div", x, y)
-    ints, frac, finite = _integer_part(quotient)
-    q = _finish(quotient, ints, finite)
-    r = binary("sub", x, binary("mul", q, y))
-    xp = xp_of(q.terms)
-    ypos = xp.asarray(_sign_values(y)) > 0
-    zero = ExpansionArray(xp.zeros_like(r.terms))
-    too_big = xp.where(ypos, xp.asarray(compare("ge", r, y)), xp.asarray(compare("le", r, y)))
-    too_small = xp.where(ypos, xp.asarray(compare("lt", r, zero)), xp.asarray(compare("gt", r, zero)))
-    step = (too_big.astype(x.dtype) - too_small.astype(x.dtype)) * _near_integer(quotient, frac)
-    fixed = binary("add", q, _one_term(xp.broadcast_to(step, q.shape).copy(), q))
-    return ExpansionArray(xp.where(((step != 0) & finite)[..., None], fixed.terms, q.terms))
+    if p2 is not None and 2.0**-100 <= abs(p2) <= 2.0**100:
+        return floor(binary("mul", x, 1.0 / p2))  # an exact scaling (barring underflow)
+    return _divmod(x, y, False)[0]
 
 
 def remainder(x, y):
-    """``x % y`` (NumPy's remainder, the sign of y): ``x - y * (x // y)`` with R-term arithmetic."""
-    x, y = operands(x, y)
-    return binary("sub", x, binary("mul", y, floor_divide(x, y)))
+    """``x % y`` (NumPy's remainder, the sign of y): ``x - y floor(x / y)`` computed exactly, rounded to
+    R terms (see :func:`_divmod`)."""
+    return _divmod(x, y, False)[1]
 
 
 def fmod(x, y):
-    """``np.fmod`` (C's fmod, the sign of x): ``sign(x) * (|x| - |y| * (|x| // |y|))``."""
-    x, y = operands(x, y)
-    ax, ay = HANDLED[np.absolute](x), HANDLED[np.absolute](y)
-    r = binary("sub", ax, binary("mul", ay, floor_divide(ax, ay)))
-    xp = xp_of(r.terms)
-    neg = xp.signbit(xp.broadcast_to(x.terms[..., 0], r.shape))
-    return ExpansionArray(xp.where(neg[..., None], -r.terms, r.terms))
+    """``np.fmod`` (C's fmod, the sign of x): ``x - y trunc(x / y)`` computed exactly, rounded to R
+    terms (see :func:`_divmod`)."""
+    return _divmod(x, y, True)[1]
 
 
 # ----------------------------------------------------------------------------------------------

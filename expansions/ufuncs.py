@@ -33,7 +33,17 @@ import numpy as np
 from .arraytype import ExpansionArray
 from .backends import for_terms, xp_of
 from .elementary import pow as _pow
-from .elementwise import _integer_part, _nonfinite_value, floor_divide, isnan, remainder, signbit, trunc
+from .elementwise import (
+    _canonical,
+    _integer_part,
+    _nonfinite_value,
+    _signed_zero_extremum,
+    floor_divide,
+    isnan,
+    remainder,
+    signbit,
+    trunc,
+)
 from .numpy_protocol import UNSUPPORTED_HINTS, register_ufunc
 from .operations import absolute, binary, compare, flat_pair, negative, operands, unary
 from .operations import sign as _sign_values
@@ -76,7 +86,7 @@ def copysign(x, y):
     x, y = operands(_expansion(x, "np.copysign"), y)
     xt, yt, shape = flat_pair(x, y)
     X, Y = ExpansionArray(xt), ExpansionArray(yt)
-    a = absolute(X)
+    a = ExpansionArray(_canonical(absolute(X).terms))  # a non-finite row as the rule writes it
     s = signbit(Y) if Y.ndim else np.asarray(signbit(Y))
     return _where(s, negative(a), a).reshape(shape)
 
@@ -102,17 +112,20 @@ def _fextremum(op, x, y, what):
     xp = xp_of(xt)
     nx, ny = xp.asarray(isnan(X)), xp.asarray(isnan(Y))
     pick_x = (xp.asarray(compare(op, X, Y)) | ny) & ~nx | (nx & ny)
-    return ExpansionArray(xp.where(pick_x[:, None], xt, yt).reshape(shape + (x.nterms,)))
+    out = _signed_zero_extremum(op, xt, yt, _canonical(xp.where(pick_x[:, None], xt, yt)))
+    return ExpansionArray(out.reshape(shape + (x.nterms,)))
 
 
 def fmax(x, y):
-    """``np.fmax``: the larger (exact comparison); a NaN operand is ignored unless both are NaN."""
-    return _fextremum("ge", x, y, "np.fmax")
+    """``np.fmax``: the larger (exact comparison; of two equal values the second, as NumPy's array
+    loops, but of +0 and -0 +0, as IEEE 754-2019); a NaN operand is ignored unless both are NaN."""
+    return _fextremum("gt", x, y, "np.fmax")
 
 
 def fmin(x, y):
-    """``np.fmin``: the smaller (exact comparison); a NaN operand is ignored unless both are NaN."""
-    return _fextremum("le", x, y, "np.fmin")
+    """``np.fmin``: the smaller (exact comparison; of two equal values the second, as NumPy's array
+    loops, but of +0 and -0 -0, as IEEE 754-2019); a NaN operand is ignored unless both are NaN."""
+    return _fextremum("lt", x, y, "np.fmin")
 
 
 def modf(x):
@@ -167,13 +180,18 @@ def ldexp(x, n):
     e = _integer_exponents(n, "np.ldexp")
     xp = xp_of(x.terms)
     shape = np.broadcast_shapes(x.shape, e.shape)
-    t = xp.broadcast_to(x.terms, shape + (x.nterms,))
+    t = xp.broadcast_to(_canonical(x.terms), shape + (x.nterms,))  # (inf, -inf) is inf, by the rule
     ee = xp.asarray(np.clip(np.broadcast_to(e, shape), -1 << 30, 1 << 30))[..., None]
     with np.errstate(all="ignore"):
         s = xp.ldexp(t, ee.astype(xp.int32))
         flat = xp.ascontiguousarray(s).reshape(-1, x.nterms)
-        out = for_terms(flat).renormalize(flat, x.nterms).reshape(s.shape)
-    return ExpansionArray(out)
+        out = for_terms(flat).renormalize(flat, x.nterms)
+        # a zero result (a zero, or every term scaled below the range) keeps the value's sign
+        lead = _sign_values(ExpansionArray(xp.ascontiguousarray(t).reshape(-1, x.nterms)))
+        negative_value = (lead < 0) | (lead == 0) & xp.signbit(flat[:, 0])
+        zero = (out == 0).all(axis=-1)
+        out[:, 0] = xp.where(zero, xp.where(negative_value, -xp.zeros_like(out[:, 0]), 0), out[:, 0])
+    return ExpansionArray(out.reshape(s.shape))
 
 
 def frexp(x):

@@ -169,6 +169,23 @@ def test_structured_scalings(kind, R, dtype, span):
 
 
 @settings(deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(KINDS), st.sampled_from([2, 3, 4]),
+       st.sampled_from([np.float64, np.float32]), st.integers(2, 16), st.integers(0, 300))
+def test_structured_scalings_property(seed, kind, R, dtype, n, span):
+    """The structured scalings (graded, rows and columns, inner dimension, Vandermonde) at any size,
+    term count and span the format holds: every entry of ``a @ b`` and of a matrix-vector product
+    within the bound of its path, exactly."""
+    fmt = format_of(dtype)
+    span = min(span, 30 if dtype == np.float32 else 300)  # products within the range (no overflow)
+    rng = np.random.default_rng(seed)
+    A, B = _structured(kind, rng, n, R, dtype, span)
+    absolute = max(bounds.dot_underflow_term(n, R, fmt), R * fmt.eta / 2)  # terms below the normal range
+    assert worst_componentwise(A, B, A @ B, absolute=absolute) <= bound_of(A, B)
+    v = B[:, n // 2]
+    assert worst_componentwise(A, v, A @ v, absolute=absolute) <= bound_of(A, B[:, n // 2:n // 2 + 1])
+
+
+@settings(deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from([2, 3, 4]), st.sampled_from([np.float64, np.float32]),
        st.integers(2, 20), st.integers(1, 12), st.integers(0, 400))
 def test_random_spans_property(seed, R, dtype, m, n, span):
@@ -297,6 +314,23 @@ def test_badly_scaled_solve_is_componentwise_backward_stable(refine):
     worst = max(abs(Bf[i] - sum(Af[i][k] * X[k] for k in range(n)))
                 / (sum(abs(Af[i][k] * X[k]) for k in range(n)) + abs(Bf[i])) for i in range(n))
     assert worst < 2.0**-96, float(worst)
+
+
+def test_badly_scaled_lu_is_componentwise_accurate():
+    """lu of D1 A0 D2 (powers of two over +-80 binades), R = 2 and 3: |P L U - A| relative to
+    |L| |U| entry by entry, exactly, at the R-term level (the factorization's updates are slice
+    products of badly scaled blocks)."""
+    rng = np.random.default_rng(21)
+    n = 40
+    for R in (2, 3):
+        d1, d2 = np.ldexp(1.0, rng.integers(-80, 81, (2, n)))
+        A = ex.array(d1[:, None] * rng.standard_normal((n, n)) * d2[None, :], terms=R)
+        P, L, U = ex.linalg.lu(A)
+        a, lo, up = _exact(A), _exact(L), _exact(U)
+        pa = [[a[int(np.flatnonzero(P[:, i])[0]), j] for j in range(n)] for i in range(n)]  # P^T A
+        worst = max(abs(sum(lo[i, k] * up[k, j] for k in range(n)) - pa[i][j])
+                    / sum(abs(lo[i, k] * up[k, j]) for k in range(n)) for i in range(n) for j in range(n))
+        assert worst < 2.0 ** -(52 * R - 8), (R, float(worst))
 
 
 def _exact(x: ex.ExpansionArray):

@@ -154,6 +154,12 @@ def test_special_values_that_are_constants_to_R_terms(dtype):
     for got, want in zip(out, [pi, -pi, 0, 3 * pi / 4, -pi / 4, pi / 2, pi / 2]):
         assert np.array_equal(got, const(want)) if want else (got == 0).all()
     assert not np.signbit(out[2, 0])
+    # results that underflow (x > 0, |y / x| below the range): the zero of y's sign, as IEEE's atan2
+    big = 1e300 if dtype == "float64" else 1e38
+    tiny = 1e-300 if dtype == "float64" else 1e-30
+    out = E.atan2(_row(-tiny, tiny, dtype=dtype), _row(big, big, dtype=dtype), R)
+    assert (out == 0).all() and list(np.signbit(out[:, 0])) == [True, False]
+    assert list(np.signbit(ex.atan2(ex.array([-tiny, tiny], terms=R, dtype=dtype), big).terms[:, 0])) == [True, False]
 
 
 @pytest.mark.parametrize("x,y,expected", [

@@ -152,8 +152,10 @@ def _specials(f, R, dtype):
         vals = [0.0, -0.0, inf, -inf, nan, 1.0, -1.0, (2.0, nan)]
         ys = [a for a in vals for _ in vals]
         xs = [b for _ in vals for b in vals]
-        ys += [1e300 if not f32 else 1e38, 1e-300 if not f32 else 1e-30, 1.0]
-        xs += [1e-300 if not f32 else 1e-30, -1e300 if not f32 else -1e38, (1.0, -e / 4)]
+        ys += [1e300 if not f32 else 1e38, 1e-300 if not f32 else 1e-30, 1.0, -1e-300 if not f32 else -1e-30,
+               1e-300 if not f32 else 1e-30]
+        xs += [1e-300 if not f32 else 1e-30, -1e300 if not f32 else -1e38, (1.0, -e / 4), 1e300 if not f32 else 1e38,
+               1e300 if not f32 else 1e38]
         return rows(ys, R, dt), rows(xs, R, dt)
     if f == "pow":
         xv = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, inf, -inf, nan, (1.0, e / 4)]

@@ -70,6 +70,69 @@ def test_floor_divide_random_against_exact(R, dtype):
         assert abs(got - (a - b * n)) <= (abs(a) + abs(b * n)) * Fraction(8, 2**bits), (a, b)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", [2, 3, 4, 8])
+def test_remainder_exact_then_rounded_at_every_quotient_size(R, dtype):
+    """Quotients from 2^-60 to far beyond what R terms hold (and beyond the range): the floor exact
+    where R terms hold it, else rounded to R terms (±inf beyond the range), ``%`` and ``fmod`` the
+    exact remainders rounded to R terms."""
+    fmt = F.format_of(np.dtype(dtype))
+    top = 100 if dtype == "float32" else 900
+    x = ex.random((120,), terms=R, dtype=dtype, seed=R, exponent_range=(-40, top))
+    y = ex.random((120,), terms=R, dtype=dtype, seed=R + 7, exponent_range=(-40, 40))
+    flip = np.random.default_rng(R).integers(0, 2, size=(2, 120)).astype(bool)
+    x, y = ex.where(flip[0], -x, x), ex.where(flip[1], -y, y)
+    tol = Fraction(2) ** (1 - R * (fmt.p - 1))
+    for a, b, q, r, f in zip(fr(x), fr(y), fr(x // y), fr(x % y), fr(ex.fmod(x, y))):
+        n = exact_floor(a, b)
+        if abs(n) >= fmt.largest:  # beyond the range: ±inf (or the largest float, by rounding)
+            assert abs(q) >= fmt.largest and (q > 0) == (n > 0)
+        else:  # exact, or the exact floor rounded to R terms where they cannot hold it
+            assert q == n if abs(n) < 2 ** (R * (fmt.p - 1)) else abs(q - n) <= abs(n) * tol, (a, b)
+        rem, frem = a - b * n, a - b * math.trunc(a / b)
+        assert abs(r - rem) <= abs(rem) * tol and abs(f - frem) <= abs(frem) * tol, (a, b)
+        assert (r == 0 or (r > 0) == (b > 0)) and (f == 0 or (f > 0) == (a > 0))
+
+
+@pytest.mark.parametrize("R", [2, 3, 8])
+def test_remainders_of_huge_quotients(R):
+    """Quotients beyond the range or beyond what R terms hold: the remainder exists and is exact
+    (it was -inf, 0, or larger than the divisor)."""
+    def e(v):
+        return ex.array(v, terms=R)
+    assert fr(e(1.7e308) % e(0.75)) == Fraction(1.7e308) % Fraction(0.75) == Fraction(1, 2)
+    for a, b in [(1e200, 1e-200), (1e300, 1e-10), (1.0, 1e-200), (1e200, 3.0)]:
+        A, B = Fraction(a), Fraction(b)
+        assert float(fr(e(a) % e(b))) == float(A % B), (a, b)
+        assert float(fr(ex.fmod(e(a), e(b)))) == float(A - B * math.trunc(A / B)), (a, b)
+    n = 2**120 // 3  # 119 bits: exact from R = 3, rounded to R terms at R = 2
+    assert abs(fr(e(2.0**120) // 3) - n) <= n * Fraction(2) ** (-R * 52) and fr(e(2.0**120) % 3) == 1
+    assert (fr(e(2.0**120) // 3) == n) == (R >= 3)
+    x = ex.array(1e30, terms=3, dtype="float32")  # 1e30 split into float32 terms
+    assert fr(ex.fmod(x, 3.0)) == fr(x) % 3
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 3.0, -3.0, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_special_values_as_numpy(R):
+    """±0, ±inf, NaN and zero divisors: ``//``, ``%``, ``fmod`` give NumPy's value and zero sign."""
+    a, b = np.array(np.meshgrid(SPECIAL, SPECIAL)).reshape(2, -1)
+    x, y = ex.array(a, terms=R), ex.array(b, terms=R)
+    with np.errstate(all="ignore"):
+        for got, want in [(x // y, np.floor_divide(a, b)), (x % y, np.remainder(a, b)),
+                          (ex.fmod(x, y), np.fmod(a, b))]:
+            g = got.terms[:, 0]
+            assert np.array_equal(g, want, equal_nan=True), (a, b, g, want)
+            assert (np.signbit(g) == np.signbit(want))[~np.isnan(want)].all(), (a, b, g, want)
+            assert (got.terms[:, 1:] == 0).all()
+    # a finite expansion modulo an infinity is itself, all terms (NumPy: x, or ±inf by the signs)
+    z = ex.from_terms(np.array([1.0, 2.0**-60] + [0.0] * (R - 2)))
+    assert fr(z % np.inf) == fr(z) and fr(ex.fmod(z, -np.inf)) == fr(z) and fr(z // np.inf) == 0
+    assert float(fr(-z % np.inf)) == np.inf and fr(-z // np.inf) == -1
+
+
 # ----------------------------------------------------------------------------------------------
 # the integer power's bound in bounded time
 
@@ -198,3 +261,36 @@ def test_nonfinite_lower_terms_follow_the_rule(R, dtype, cpu_backend):
     s = ex.sign(x).terms[:, 0]
     for i, v in enumerate(values):
         assert _same(float(s[i]), float(np.sign(v if exact[i] is None else float(exact[i])))), rows[i]
+
+
+# ----------------------------------------------------------------------------------------------
+# signs of zeros and non-finite lower terms in the NumPy functions
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_extrema_of_equal_values_as_numpy(R):
+    """maximum/minimum/fmax/fmin of equal values give the second operand, as NumPy's array loops do,
+    but +0 and -0 are ordered as IEEE 754-2019 orders them (-0 < +0); NaN as NumPy."""
+    vals = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan]
+    a, b = np.array(np.meshgrid(vals, vals)).reshape(2, -1)
+    x, y = ex.array(a, terms=R), ex.array(b, terms=R)
+    both_zero = (a == 0) & (b == 0)
+    for f, smaller in ((np.maximum, False), (np.minimum, True), (np.fmax, False), (np.fmin, True)):
+        got, want = f(x, y).terms[:, 0], f(a, b)
+        # +0 and -0: ordered -0 < +0, as IEEE 754-2019 (NumPy gives one of them by position)
+        neg = (np.signbit(a) | np.signbit(b)) if smaller else (np.signbit(a) & np.signbit(b))
+        want = np.where(both_zero, np.where(neg, -0.0, 0.0), want)
+        assert np.array_equal(got, want, equal_nan=True)
+        assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all()
+
+
+def test_ldexp_keeps_signs_and_reads_non_finite_rows_by_the_rule():
+    z = ex.array([-0.0, 0.0, -1.0, 1.0], terms=2)
+    assert list(np.signbit(np.ldexp(z, 3).terms[:, 0])) == [True, False, True, False]
+    assert list(np.signbit(np.ldexp(z, -2000).terms[:, 0])) == [True, False, True, False]  # underflow: signed zeros
+    assert (np.ldexp(z, -2000).terms == 0).all()
+    odd = ex.from_terms(np.array([[np.inf, -np.inf], [-np.inf, 1.0], [1.0, np.inf]]))
+    assert np.array_equal(np.ldexp(odd, 2).terms, np.array([[np.inf, 0], [-np.inf, 0], [np.nan, 0]]), equal_nan=True)
+    # fmax, copysign: a non-finite row comes out as the rule writes it, (value, 0)
+    assert np.array_equal(np.fmax(odd, 1.0).terms[:2], np.array([[np.inf, 0], [1.0, 0]]))
+    assert np.array_equal(np.copysign(odd, -1.0).terms[:2], np.array([[-np.inf, 0], [-np.inf, 0]]))

@@ -34,6 +34,9 @@ BINARY = {
     "add": (lambda x, y: x + y, np.add), "sub": (lambda x, y: x - y, np.subtract),
     "mul": (lambda x, y: x * y, np.multiply), "div": (lambda x, y: x / y, np.divide),
     "atan2": (ex.atan2, np.arctan2), "pow": (ex.pow, np.power),
+    "floor_divide": (lambda x, y: x // y, np.floor_divide), "remainder": (lambda x, y: x % y, np.remainder),
+    "fmod": (ex.fmod, np.fmod), "maximum": (np.maximum, np.maximum), "minimum": (np.minimum, np.minimum),
+    "fmax": (np.fmax, np.fmax), "fmin": (np.fmin, np.fmin), "copysign": (np.copysign, np.copysign),
 }
 #: exponents of pow beyond the special values: odd and even integers whose parity only the whole
 #: expansion shows (2^53 + 1 is (2^53, 1) in float64 terms), and a non-integer
@@ -114,10 +117,16 @@ def _odd_integer(v) -> bool:
     return math.isfinite(v) and v == int(v) and int(v) % 2 == 1
 
 
+_EXTREMA = {np.maximum: False, np.fmax: False, np.minimum: True, np.fmin: True}
+
+
 def _ieee(g, u, v, dtype):
     """IEEE's result of g on u and v; for pow with an integer exponent beyond the format, the sign by
     the exponent's parity (NumPy would round the exponent first), and pow(+-0, y), pow(-inf, y) as
     IEEE 754 and C state them (NumPy's power gives pow(-0, 0.5) = -0, pow(-inf, 0.5) = NaN)."""
+    if g in _EXTREMA and u == 0 and v == 0:  # IEEE 754-2019 orders -0 < +0 (NumPy: one operand or the other)
+        negative = (np.signbit(u) or np.signbit(v)) if _EXTREMA[g] else (np.signbit(u) and np.signbit(v))
+        return -0.0 if negative else 0.0
     if g is np.power and u == 0 and not math.isnan(v) and v != 0:
         if v > 0:
             return u if _odd_integer(v) else 0.0

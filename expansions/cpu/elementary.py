@@ -832,6 +832,9 @@ def atan2(y, x, R):
         regular = finite & ~special
         out = _rows(regular, _atan2_w, _width(y, W), _width(x, W), w=W)
         out = _finish(out, R, (y, x), leading, special & ~np.isnan(y0) & ~np.isnan(x0), leading)
+        # a result that underflowed to zero (x > 0, |y / x| below the range) is the zero of y's sign (IEEE)
+        zero = regular & (out == 0).all(axis=1)
+        out[zero, 0] = np.copysign(dt.type(0), y0[zero])
         for name in _ATAN2_CONSTANTS:
             rows = special & (np.abs(leading) == thresholds(dt)[name])
             if rows.any():

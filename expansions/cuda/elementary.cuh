@@ -954,6 +954,9 @@ __device__ __forceinline__ T atan2_group(T yl, T xl, int lane, const T* table) {
     }
     T r = renormalize_group<T, W, R, G>(o, lane);
     r = nonfinite_epilogue<T, R, G>(r, leading, lane, operand_status<R, G>(yl), operand_status<R, G>(xl));
+    // a result that underflowed to zero (x > 0, |y / x| below the range) is the zero of y's sign (IEEE)
+    const bool zero_result = !group_any<R, G>(lane < R && r != T(0));  // every lane votes
+    if (regular && zero_result) r = (lane == 0 && signbit_of(y0)) ? -T(0) : T(0);
     if (special && !is_nan(y0) && !is_nan(x0)) r = lane == 0 ? leading : T(0);
     const T sign = sign_of(leading);
     const T mag = magnitude(leading);
