@@ -368,9 +368,9 @@ def _divmod(x, y, truncated: bool):
         ints, _, _ = _integer_part(quotient)
         q = _finish(quotient, ints, xp.ones(a.shape[0], dtype=bool)).terms
         tiny = xp.where(b != 0, xp.abs(b), xp.asarray(np.inf, dtype=dt)).min(axis=-1)
+        big = dt.type(2.0 ** (fmt.emax - 2))
         exact = (regular & (xp.abs(quotient.terms[:, 0]) < _quotient_limit(R, fmt))
-                 & (xp.abs(a[:, 0]) < dt.type(2.0 ** (fmt.emax - 2)))
-                 & (tiny >= dt.type(2.0 ** (fmt.emin + fmt.p))))
+                 & (xp.abs(a[:, 0]) < big) & (xp.abs(b[:, 0]) < big) & (tiny >= dt.type(2.0 ** (fmt.emin + fmt.p))))
         q = xp.where(exact[:, None], q, 0)
         e, lost = _residual(xp.where(exact[:, None], a, 0), q, b)
         exact &= ~lost

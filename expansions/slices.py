@@ -107,13 +107,15 @@ def componentwise_deficit(a, b):
     2**-2W below 2**53 units (W from n): exact.  Entries where that sum is 0 get the exact
     min_k (d_ik + d'_kj) when they are few (:data:`EXACT_SPREAD_WORK`), else the larger bound
     max_k d_ik + max_k d'_kj (the row's and the column's spans)."""
-    xp = xp_of(a)
-    m, n = a.shape[0], a.shape[1]
-    p = b.shape[1]
-    if m == 0 or n == 0 or p == 0:
+    if a.shape[0] == 0 or a.shape[1] == 0 or b.shape[1] == 0:
         return None
-    da, ra = _deficits(a, axis=1)
-    db, rb = _deficits(b, axis=0)
+    return _deficit(*_deficits(a, axis=1), *_deficits(b, axis=0))
+
+
+def _deficit(da, ra, db, rb):
+    """:func:`componentwise_deficit` from the deficits of the rows of A and the columns of B."""
+    xp = xp_of(da)
+    n = da.shape[1]
     W = (56 - n.bit_length()) // 2
     qa = xp.where(da <= W, xp.ldexp(1.0, -xp.minimum(da, W)), 0.0)
     qb = xp.where(db <= W, xp.ldexp(1.0, -xp.minimum(db, W)), 0.0)
@@ -157,10 +159,25 @@ def componentwise_extra(a, b, R: int, dtype, scheme: str | None = None) -> int:
     bound :func:`expansions.bounds.matmul` (:func:`componentwise_deficit`,
     :func:`expansions.bounds.componentwise_extra`); 0 for a product without a nonzero entry.
     ValueError when no plan holds the operands' spread in the format's range."""
-    k = componentwise_deficit(a, b)
+    if a.shape[0] == 0 or a.shape[1] == 0 or b.shape[1] == 0:
+        return 0
+    n, fmt = a.shape[1], F.format_of(dtype)
+    da, ra = _deficits(a, axis=1)
+    db, rb = _deficits(b, axis=0)
+    # Without zero entries, and every d within the window W of _deficit, each sum there has n terms of
+    # at least 2**-(ra_i + rb_j), so the deficit it computes is at most max ra + max rb - floor(log2 n);
+    # where that bound needs no extra bits, the exact deficit (a float64 matrix product) does not
+    # either: the same plan, without the product (well-scaled operands).
+    W = (56 - n.bit_length()) // 2
+    if bool((da < _NO_DEFICIT).all()) and bool((db < _NO_DEFICIT).all()) and \
+            int(ra.max()) <= W and int(rb.max()) <= W:
+        upper = int(ra.max()) + int(rb.max()) - (n.bit_length() - 1)
+        if bounds.componentwise_extra(n, R, fmt, upper, scheme) == 0:
+            return 0
+    k = _deficit(da, ra, db, rb)
     if k is None:
         return 0
-    return bounds.componentwise_extra(a.shape[1], R, F.format_of(dtype), k, scheme)
+    return bounds.componentwise_extra(n, R, fmt, k, scheme)
 
 
 class _Steps:

@@ -404,7 +404,8 @@ def _verify_newton(op, R, dtype, samples, rng, backend, row, t0, edge=True):
     slack = B.newton_underflow_term(R, fmt)
     row.bound_log2, row.bound_relative_to = bound.log2, bound.relative_to
     row.bound_hypotheses_hold, row.underflow_term = bound.hypotheses_hold, True
-    row.note = (bound.note + "; " if bound.note else "") + "cases with a non-finite term or a zero leading term (operand or result) left out"
+    row.note = (bound.note + "; " if bound.note else "") + \
+        "cases with a non-finite term or a zero leading term (operand or result) left out"
     ex_out = exact_rows(out[idx])
     ex_in = [exact_rows(a[idx]) for a in inp]
     worst_err, worst_ratio = -math.inf, -math.inf

@@ -358,3 +358,19 @@ def test_badly_scaled_inverse_and_cholesky_are_componentwise_accurate():
     worst = max(abs(sum(lo[i, k] * lo[j, k] for k in range(n)) - s[i, j])
                 / sum(abs(lo[i, k] * lo[j, k]) for k in range(n)) for i in range(n) for j in range(n))
     assert worst < 2.0**-96, float(worst)
+
+
+def test_the_well_scaled_shortcut_chooses_the_exact_plan():
+    """componentwise_extra skips the exact deficit (a float64 matrix product) where the bound from the
+    rows' and columns' spans already needs no extra bits: the same extra bits as the exact deficit on
+    every shape, term count and small span (where the shortcut applies) and larger ones (where not)."""
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 7, 40, 130):
+        for R, dtype in ((2, np.float64), (3, np.float64), (4, np.float64), (2, np.float32)):
+            for span in (0, 1, 3, 8, 30):
+                z = np.zeros(n, int)
+                A = spread_terms(rng, (9, n), R, dtype, np.zeros(9, int), z, jitter=span)
+                B = spread_terms(rng, (n, 5), R, dtype, z, np.zeros(5, int), jitter=span)
+                k = slices.componentwise_deficit(A.terms, B.terms)
+                want = bounds.componentwise_extra(n, R, format_of(dtype), k)
+                assert slices.componentwise_extra(A.terms, B.terms, R, dtype) == want, (n, R, dtype, span)

@@ -7,17 +7,20 @@ algorithm the public dispatch runs, with its underflow term), and of exp, log, s
 and :func:`expansions.bounds.elementary`.  A failure prints a table (inputs, exact value, result,
 error, bound).
 
-Restricted for now to renormalized operands: operands with interior zero terms followed by nonzero
-terms, with repeated subnormal terms, or (R = 2) that are not double words lie outside the proofs'
-hypotheses, and the operators that renormalize them on entry are being built elsewhere.  Cases the
+A third of the arithmetic's operands are valid expansions (``bounds.ulp_nonoverlapping``) outside
+the proofs' positional hypotheses, which the operations renormalize on entry: an interior zero term
+followed by a nonzero one, a repeated subnormal term, and at R = 2 pairs that are not double words
+(|lo| between ulp(hi)/2 and ulp(hi)); their bounds are relative to the renormalized operands.
+Floor division, remainder and fmod are fuzzed against the exact floor and remainders.  Cases the
 proofs exclude by their own stated hypotheses (``program_bound``'s checks: the double-word algorithms
 with operands or exact results near underflow or overflow) and non-finite results (the non-finite
-rule, not a bound) are left out; so is pow near 1 with a large exponent (the bound states it does
-not hold there: :func:`expansions.bounds.pow_bound`).
+rule, not a bound; tests/test_special_signs.py checks it) are left out; so is pow near 1 with a large
+exponent (the bound states it does not hold there: :func:`expansions.bounds.pow_bound`).
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import mpmath
@@ -72,6 +75,36 @@ def operands(rng, n, R, dtype, where):
     return out[np.isfinite(out).all(axis=1)]
 
 
+def outside_the_positional_condition(rng, x, dtype):
+    """Valid (ulp-nonoverlapping) rows of x's values made to break the proofs' positional hypotheses:
+    an interior zero before a nonzero term, a repeated subnormal term, or (two terms) a low word
+    between ulp(hi)/2 and ulp(hi).  Rows that would not stay valid are left as they are."""
+    fmt = format_of(dtype)
+    x = x.copy()
+    R = x.shape[1]
+    for i in range(len(x)):
+        kind = rng.integers(0, 3)
+        if kind == 0 and R >= 3:
+            x[i, 2:] = x[i, 1:-1].copy()  # an interior zero: the same nonzero terms, one place later
+            x[i, 1] = 0
+        elif kind == 1 and R >= 3:  # a repeated subnormal after a leading term in the lowest binade
+            eta = float(fmt.eta)
+            x[i] = 0
+            x[i, 0] = dtype(rng.choice([-1.0, 1.0]) * float(fmt.smallest_normal) * (1 + rng.random()))
+            x[i, 1] = x[i, 2] = dtype(eta)
+        elif kind == 2 and x[i, 0] != 0 and np.isfinite(x[i, 0]):
+            hi = x[i, 0]
+            with np.errstate(all="ignore"):
+                u = np.spacing(np.abs(hi))
+            if not np.isfinite(u):
+                continue
+            x[i, 1] = dtype(rng.choice([1.0, 0.75, -0.75, -1.0]) * u) if R == 2 else x[i, 1]
+            x[i, 2:] = 0
+    valid = np.array([np.isfinite(row).all() and B.ulp_nonoverlapping([float(t) for t in row], fmt) for row in x],
+                     dtype=bool)
+    return x[valid]
+
+
 def _q(row) -> Fraction:
     return sum((Fraction(float(t)) for t in row), Fraction(0))
 
@@ -112,6 +145,13 @@ def _arithmetic_failures(op, R, dtype, seed, n=120):
         x = operands(rng, n, R, dtype, where)
         y = operands(rng, len(x), R, dtype, rng.choice(["any", "one", "low", "high"]))[: len(x)]
         x = x[: len(y)]
+        if where in ("any", "one"):  # a third of the rows outside the positional hypotheses
+            k = len(x) // 3
+            tx = outside_the_positional_condition(rng, x[:k], np.dtype(dtype).type)
+            ty = outside_the_positional_condition(rng, y[:k], np.dtype(dtype).type)
+            k = min(len(tx), len(ty))
+            x, y = np.concatenate([tx[:k], x[k:]]), np.concatenate([ty[:k], y[k:]])
+            x, y = x[: min(len(x), len(y))], y[: min(len(x), len(y))]
         if op == "sqrt":
             x = np.where(x[:, :1] < 0, -x, x)
         with np.errstate(all="ignore"):
@@ -121,6 +161,8 @@ def _arithmetic_failures(op, R, dtype, seed, n=120):
             a, b = _q(x[i]), _q(y[i])
             if (op in ("div", "reciprocal") and (b if op == "div" else a) == 0) or not np.isfinite(out[i]).all():
                 continue
+            ops_rows = tuple(renormalize(np.ascontiguousarray(r[None, :]), R)[0] for r in ops_rows)  # what the
+            # operation computes with: the operands renormalized (for positional ones, themselves)
             try:
                 _check(hyp, ops_rows, fmt, out[i])
             except NotProven:
@@ -140,7 +182,10 @@ def _arithmetic_failures(op, R, dtype, seed, n=120):
                 if hyp == "double-word" and not _in_range(z, fmt):
                     checked -= 1
                     continue  # the double-word proofs assume no underflow or overflow of the result either
-                scale = abs(Fraction(float(x[i][0])) * Fraction(float(y[i][0]))) if kind == "lead" else abs(z)
+                if kind == "lead":  # relative to the (renormalized) operands' leading terms
+                    scale = abs(Fraction(float(ops_rows[0][0])) * Fraction(float(ops_rows[1][0])))
+                else:
+                    scale = abs(z)
                 err, allowed = abs(got - z), rel * scale + absolute
                 bad, exact_text = err > allowed, f"{float(z):.17g}"
                 err_text, bound_text = f"{float(err):.5g}", f"{float(allowed):.5g}"
@@ -192,3 +237,41 @@ def test_fuzz_elementary_within_the_stated_bounds(name, R, dtype):
                  "error": f"{errs[i]:.3g} units", "bound": f"{units:g} units"} for i in bad]
     assert np.sum(~np.isnan(errs)) >= 20
     assert not failures, f"{len(failures)} cases beyond the bound:\n" + _table(failures)
+
+
+@pytest.mark.parametrize("dtype", ("float64", "float32"))
+@pytest.mark.parametrize("R", (2, 3, 4, 8))
+def test_fuzz_floor_division_and_remainders_exact(R, dtype):
+    """x // y: the exact floor (rounded to R terms where they cannot hold it; ±inf beyond the range);
+    x % y and fmod: the exact remainders rounded to R terms, with their signs."""
+    fmt = format_of(dtype)
+    rng = np.random.default_rng([R, len(dtype), 7])
+    x = np.concatenate([operands(rng, 24, R, dtype, w) for w in ("one", "any", "low", "high")])
+    y = np.concatenate([operands(rng, 24, R, dtype, w) for w in ("one", "any", "low", "high")])
+    n = min(len(x), len(y))
+    x, y = x[:n], y[rng.permutation(n)]
+    X, Y = ex.from_terms(x), ex.from_terms(y)
+    with np.errstate(all="ignore"):
+        q, r, f = (np.asarray(v.terms) for v in (X // Y, X % Y, ex.fmod(X, Y)))
+    tol = Fraction(2) ** (1 - R * (fmt.p - 1))
+    failures, checked = [], 0
+    for i in range(n):
+        a, b = _q(x[i]), _q(y[i])
+        if b == 0:
+            continue
+        k = math.floor(a / b)
+        rem, frem = a - b * k, a - b * math.trunc(a / b)
+        checked += 1
+        got_q = _q(q[i]) if np.isfinite(q[i]).all() else float(q[i][0])
+        if isinstance(got_q, float):  # an infinite quotient: the exact floor is beyond the range
+            ok_q = abs(k) >= fmt.largest and (got_q > 0) == (k > 0)
+        else:  # exact where R terms hold it, else rounded to R terms
+            ok_q = got_q == k if abs(k) < 2 ** (R * (fmt.p - 1)) else abs(got_q - k) <= abs(k) * tol
+        ok_r = np.isfinite(r[i]).all() and abs(_q(r[i]) - rem) <= abs(rem) * tol + R * fmt.eta
+        ok_f = np.isfinite(f[i]).all() and abs(_q(f[i]) - frem) <= abs(frem) * tol + R * fmt.eta
+        if not (ok_q and ok_r and ok_f):
+            failures.append({"inputs": _hex(x[i]) + " ; " + _hex(y[i]), "exact": f"{float(k):.17g}",
+                             "result": _hex(q[i]) + " ; " + _hex(r[i]) + " ; " + _hex(f[i]),
+                             "error": f"{ok_q} {ok_r} {ok_f}", "bound": "exact floor, remainders to R terms"})
+    assert checked >= 50
+    assert not failures, f"{len(failures)} of {checked} cases wrong:\n" + _table(failures)
