@@ -82,6 +82,10 @@ class Backend:
     #: the functions :func:`expansions.dispatch.operation` returns for it are compiled and emit no
     #: NumPy floating-point warnings (the engine): the operations call them without ``np.errstate``.
     silent: bool = False
+    #: ``dw_direct(name, negate_y)``: the renormalized double-word operation as ``f(x, y)`` on checked
+    #: (count, 2) C-contiguous writable arrays of one dtype (the engine; None elsewhere): the same loop
+    #: as ``dw_binary`` with ``renormalize``, for the operators' common case.
+    dw_direct: Callable | None = None
 
 
 def _twin_double_word(name: str, *operands):
@@ -241,7 +245,7 @@ def engine_backend() -> Backend:
         newton_reciprocal=e.newton_reciprocal, newton_div=e.newton_div, newton_sqrt=e.newton_sqrt,
         dw_binary=dw_binary, dw_unary=dw_unary, reduce=e.reduce,
         elementary=_engine_elementary_function, renormalizes_in_kernel=True,
-        dw_renormalizes_in_kernel=True, silent=True,
+        dw_renormalizes_in_kernel=True, silent=True, dw_direct=e.dw_direct,
     )
 
 

@@ -139,7 +139,21 @@ def broadcast_flat(t, shape):
     return xp.ascontiguousarray(xp.broadcast_to(t, shape + (R,))).reshape(-1, R)
 
 
-_SAME: dict = {}  # (op, R, dtype char) -> (backend, run, then): binary's common case, resolved once
+_SAME: dict = {}  # (op, R, dtype char) -> (backend, run, then, direct): binary's common case, resolved once
+
+
+def _common_case(op: str, R: int, be):
+    """(run, then, direct) of :func:`binary`'s common case: ``dispatch.operation``'s pair, and where
+    the backend has one (the engine at R = 2), its direct entry to the same renormalized double-word
+    loop (``Backend.dw_direct``: the same bits, without the checks that cost a 0-d operation most of
+    its time), else None."""
+    alg = dispatch.method(op, "auto", R)
+    run, then = dispatch.operation(op, alg, be)
+    direct = None
+    if be.dw_direct is not None and R == 2 and op in ("add", "sub", "mul", "div") and then is None and \
+            alg in dispatch.R2_METHODS[op if op != "sub" else "add"]:
+        direct = be.dw_direct(alg, negate_y=op == "sub")
+    return run, then, direct
 
 
 def _plain_scalar(v, like, op):
@@ -180,9 +194,11 @@ def binary(op: str, x, y, method: str = "auto", renormalize: bool = True, terms=
             be = cpu_backend()
             hit = _SAME.get((op, R, xt.dtype.char))
             if hit is None or hit[0] is not be:
-                hit = _SAME[op, R, xt.dtype.char] = (be, *dispatch.operation(op, dispatch.method(op, "auto", R), be))
-            _, run, then = hit
+                hit = _SAME[op, R, xt.dtype.char] = (be, *_common_case(op, R, be))
+            _, run, then, direct = hit
             xt, yt = np.ascontiguousarray(xt).reshape(-1, R), np.ascontiguousarray(yt).reshape(-1, R)
+            if direct is not None and xt.flags.writeable and yt.flags.writeable:
+                return ExpansionArray(direct(xt, yt).reshape(shape))  # R = 2: the engine's loop, unchecked
             if be.silent:
                 out = run(xt, yt, R) if then is None else then(run(xt, yt, R), R)
             else:

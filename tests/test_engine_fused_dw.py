@@ -185,8 +185,9 @@ def test_fused_equals_twins_random_words(case, dtype, data):
 
 
 def test_public_operators_run_one_loop(monkeypatch):
-    """x + y, x - y, x * y, x / y, sqrt(x) at R = 2 on the engine: one call of the fused loop each, the
-    renormalization inside it (the backend's renormalize is never called), the twins' bits."""
+    """x + y, x - y, x * y, x / y, sqrt(x) at R = 2 on the engine: one call of the fused loop each
+    (through ``operation``, or the operators' direct entry to it), the renormalization inside it (the
+    backend's renormalize is never called), the twins' bits."""
     calls = []
     real = FD.operation
 
@@ -197,7 +198,19 @@ def test_public_operators_run_one_loop(monkeypatch):
     def no_renormalize(*args):
         raise AssertionError("the engine's R = 2 operations renormalize in their loop")
 
+    real_direct = FD.direct
+
+    def spy_direct(name, negate_y=False):  # the operators' common case: the same loop, unchecked
+        run = real_direct(name, negate_y)
+
+        def call(x, y):
+            calls.append((name, negate_y, True))
+            return run(x, y)
+
+        return call
+
     monkeypatch.setattr(FD, "dw_operation", spy)
+    monkeypatch.setattr(FD, "dw_direct", spy_direct)
     be = dataclasses.replace(backends.engine_backend.__wrapped__(), renormalize=no_renormalize)
     monkeypatch.setattr(backends, "_cpu_state", {"choice": "engine", "backend": be, "reason": None})
     x, y = operands("add", "dw_add_accurate", "float64", 5)

@@ -38,7 +38,10 @@ def _operands(R, dtype, seed):
 @pytest.mark.parametrize("R", [2, 3, 4])
 def test_common_case_equals_the_general_path(R, dtype):
     x, y = _operands(R, dtype, 1), _operands(R, dtype, 2)
-    cases = [(x, y), (x[3], y[5]), (x[:0], y[:0]), (x[:36:2], y[1::2]), (x[4:20].reshape(4, 4), y[:16].reshape(4, 4))]
+    frozen = x.terms.copy()
+    frozen.flags.writeable = False  # a read-only operand (the R = 2 direct entry needs writable ones)
+    cases = [(x, y), (x[3], y[5]), (x[:0], y[:0]), (x[:36:2], y[1::2]), (x[4:20].reshape(4, 4), y[:16].reshape(4, 4)),
+             (ex.ExpansionArray(frozen), y)]
     scalars = [1.5, -0.0, 0.0, float("nan"), float("inf"), 3, -(2**53), 2**53 + 1, 1e300, 5e-324]
     for name, (operator, function) in OPS.items():
         alg = dispatch.method(name, "auto", R)

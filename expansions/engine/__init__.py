@@ -50,6 +50,7 @@ _FUNCTIONS = {
     "reduce_pass": "reduction",
     "dw_operation": "fused_dw",
     "dw_scan": "fused_dw",
+    "dw_direct": "fused_dw",
     "dw_binary": "fused_dw",
     "dw_unary": "fused_dw",
     "compiled_elementary": "elementary",
