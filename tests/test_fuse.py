@@ -24,6 +24,8 @@ from expansions import backends
 from expansions.formats import format_of
 from expansions.generate import random_terms
 from expansions.programs import _PLANS
+from expansions.programs.cpu import Plan
+from expansions.programs.loop import LoopPlan
 from expansions.verify import families
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -455,6 +457,21 @@ def test_loop_compiles_once_per_machine():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     misses, hits = map(int, out.stdout.split())
     assert (misses, hits) == (0, 1)
+
+
+def test_default_runs_the_loop_where_it_runs_and_wins(cpu_backend):
+    """cpu="auto" (the default): the loop for the programs it runs at R >= 3 on the compiled engine, the
+    plan for the others (R = 2, the twins backend, nodes the loop does not run); the bits of op by op."""
+    def poly(a):
+        return (a * 0.75 - 0.5) * a + ex.sqrt(a * a) / 3.0
+
+    for R, dtype in ((3, "float64"), (4, "float32"), (2, "float64")):
+        x = ex.from_terms(terms_of((9,), R, dtype, "zeros", R))
+        plans = {type(ex.fuse(f).plan(x)) for f in (poly, lambda a: -a)}
+        assert plans == {LoopPlan if R >= 3 and cpu_backend == "engine" else Plan}
+        assert_same(ex.fuse(poly)(x), poly(x))
+        assert type(ex.fuse(loop_where).plan(x)) is Plan  # a comparison and where: the plan
+        assert_same(ex.fuse(loop_where)(x), loop_where(x))
 
 
 def loop_where(x):

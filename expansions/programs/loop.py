@@ -67,6 +67,8 @@ def loop_format(graph: Graph, wanted) -> tuple:
     """(R, dtype name) of the loop of the nodes ``wanted``; FuseError for what it cannot run."""
     nodes = graph.nodes
     exps = [nodes[i] for i in wanted if nodes[i].kind == "exp"]
+    if not exps:
+        raise FuseError("expansions.fuse(cpu='loop'): the program computes no expansion")
     for n in exps:
         if n.fmt != exps[0].fmt:
             _refuse(n, f"a loop has one format; this graph mixes {exps[0].fmt} and {n.fmt}")
@@ -161,7 +163,8 @@ class LoopPlan(Plan):
 
     def __init__(self, graph: Graph, outputs: tuple, device: str):
         super().__init__(graph, outputs, device)
-        loop_format(graph, self.wanted)  # refuse what a loop cannot run now, at the first call
+        #: R: every expansion of the program has R terms (FuseError now for what a loop cannot run)
+        self.terms = loop_format(graph, self.wanted)[0]
 
     def _run(self, wanted: list, args):
         nodes = self.graph.nodes
