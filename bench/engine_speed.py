@@ -1,5 +1,4 @@
-"""Speed of the compiled CPU engine: its fused operations beside the previous per-expansion path, through
-the public API, and its compile time.
+"""Speed of the compiled CPU engine: its fused operations, through the public API, and its compile time.
 
 For x + y (safe addition), x * y, x / y and sqrt(x) at each R, float64, on ``--n`` random
 ulp-nonoverlapping expansions (``expansions.generate.random_terms``):
@@ -8,21 +7,22 @@ ulp-nonoverlapping expansions (``expansions.generate.random_terms``):
   ``x / y``, ``ex.sqrt(x)``), what a user runs: one fused pass per operation;
 * ``fused``: the engine's functions with ``renormalize=True`` (:mod:`expansions.engine.fused`: the
   operation, its renormalization and the non-finite rule in one compiled loop over blocks of
-  expansions on SIMD lanes);
-* ``rows``: the engine's path before issue 28, kept here as the baseline: the row functions of
-  :mod:`expansions.engine.kernels` and :mod:`expansions.engine.newton` (one expansion per loop
-  iteration, lanes updated one by one), the kernel in one compiled pass and the renormalization in a
-  second, as the dispatch composed them.
+  expansions on SIMD lanes).
+
+(Until issue 34 a third column, ``rows``, ran the engine's path before issue 28: the per-expansion row
+functions of ``engine/kernels.py`` and ``engine/newton.py``, a kernel pass then a renormalization pass.
+Those functions are retired, one compiled implementation per algorithm; the results files written
+before keep that column.)
 
 Each with one thread (``numba.set_num_threads(1)``), Mop/s of the median of ``--repeats`` timed calls
 after a warm-up (the CPU time of the calls, ``time.process_time``, is recorded too: on a shared
-machine it is the steadier figure for one thread); the fused and row results are checked equal, bit
-for bit, to the twins' composition on the first 2000 expansions.  Then, on ``--large`` expansions,
+machine it is the steadier figure for one thread); the fused and public results are checked equal,
+bit for bit, to the twins' composition on the first 2000 expansions.  Then, on ``--large`` expansions,
 the fused addition and multiplication with one thread and with all of numba's threads (wall clock).
 
-Compile time: the first call of the fused engine (float64, then float32) and of the row baseline in a
-fresh process with an empty numba cache (``NUMBA_CACHE_DIR`` a new temporary folder), then in a second
-fresh process with that cache.
+Compile time: the first call of the fused engine (float64, then float32) in a fresh process with an
+empty numba cache (``NUMBA_CACHE_DIR`` a new temporary folder), then in a second fresh process with
+that cache.
 
 Writes ``bench/results/engine_speed_<device>.md``, ``.json`` (every measurement, raw) and ``.log``
 (the lines printed while measuring).
@@ -43,80 +43,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-from numba import njit, prange
 
 import expansions as ex
 import expansions.engine as E
-from expansions import backends, bounds, dispatch
+from expansions import backends, dispatch
 from expansions.__main__ import device_slug, environment
 from expansions.cpu import kernels as TK
 from expansions.cpu import newton as TN
-from expansions.engine import kernels as K
-from expansions.engine import newton as NR
-from expansions.formats import format_of
 from expansions.generate import random_terms
 
 OPS = ("add", "mul", "div", "sqrt")
-ROW_BLOCK = 64  # expansions per block of the row baseline's prange (its scratch is allocated per block)
-
-# ---------------------------------------------------------------------------------------------
-# the row baseline: the engine before issue 28 (kernel pass, then renormalization pass)
-
-
-@njit(parallel=True, cache=True, error_model="numpy")
-def _rows_kernel(mul, x, y, R, out):
-    N, n = x.shape
-    m = y.shape[1]
-    for b in prange((N + ROW_BLOCK - 1) // ROW_BLOCK):
-        s = np.empty(R, x.dtype)
-        e = np.empty(R, x.dtype)
-        ep = np.empty(R, x.dtype)
-        for i in range(b * ROW_BLOCK, min(N, (b + 1) * ROW_BLOCK)):
-            if mul:
-                K.mul_row(x[i], n, y[i], m, R, out[i], s, e, ep)
-            else:
-                K.add_safe_row(x[i], n, y[i], m, False, R, out[i], s, e)
-
-
-@njit(parallel=True, cache=True, error_model="numpy")
-def _rows_newton(sqrt, x, y, R, steps, kmin, kmax, out):
-    N, n = x.shape
-    m = y.shape[1]
-    for b in prange((N + ROW_BLOCK - 1) // ROW_BLOCK):
-        ws = np.empty((14, max(n, m, R)), x.dtype)
-        for i in range(b * ROW_BLOCK, min(N, (b + 1) * ROW_BLOCK)):
-            if sqrt:
-                NR._sqrt(x[i], n, R, steps, kmin, kmax, out[i], ws)
-            else:
-                NR._div(x[i], n, y[i], m, R, steps, kmin, kmax, out[i], ws)
-
-
-@njit(parallel=True, cache=True, error_model="numpy")
-def _rows_renormalize(x, R, keep_zero, out):
-    N, n = x.shape
-    for b in prange((N + ROW_BLOCK - 1) // ROW_BLOCK):
-        cur = np.empty(max(n, R), x.dtype)
-        srt = np.empty(max(n, R), x.dtype)
-        e = np.empty(max(n, R), x.dtype)
-        for i in range(b * ROW_BLOCK, min(N, (b + 1) * ROW_BLOCK)):
-            K.renormalize_row(x[i], n, R, out[i], cur, srt, e)
-            if keep_zero and x[i, 0] == 0 and out[i, 0] == 0:  # the dispatch's Newton renormalizer
-                for t in range(R):
-                    out[i, t] = x[i, t]
-
-
-def rows(op, x, y, R):
-    """The row baseline of ``op``: the kernel pass, then the renormalization pass."""
-    raw = np.empty((x.shape[0], R), x.dtype)
-    if op in ("add", "mul"):
-        _rows_kernel(op == "mul", x, y, R, raw)
-    else:
-        fmt = format_of(x.dtype)
-        steps = np.array(bounds.newton_steps(R, fmt), dtype=np.int64)
-        _rows_newton(op == "sqrt", x, y, R, steps, 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax, raw)
-    out = np.empty_like(raw)
-    _rows_renormalize(raw, R, op in ("div", "sqrt"), out)
-    return out
 
 
 def fused(op, x, y, R):
@@ -132,7 +68,7 @@ def twins(op, x, y, R):
         raw = (TK.add_safe if op == "add" else TK.mul_truncated)(x, y, R)
         return TK.renormalize(raw, R)
     raw = TN.div(x, y, R) if op == "div" else TN.sqrt(x, R)
-    return dispatch._renormalize_newton(backends.cpu, raw, R)
+    return dispatch._renormalize_keeping_zeros(backends.cpu, raw, R)
 
 
 def public(op, xa, ya):
@@ -179,19 +115,15 @@ def measure(n, terms, repeats, ops, lines):
                 want = twins(op, a[:k], y[:k], R)
                 row["fused_bits_equal"] = bool(np.array_equal(fused(op, a[:k], y[:k], R).view(np.uint64),
                                                               want.view(np.uint64)))
-                row["rows_bits_equal"] = bool(np.array_equal(rows(op, a[:k], y[:k], R).view(np.uint64),
-                                                             want.view(np.uint64)))
                 xa, ya = ex.from_terms(a), ex.from_terms(y)
                 row["public_bits_equal"] = bool(np.array_equal(public(op, xa[:k], ya[:k])().terms.view(np.uint64),
                                                                want.view(np.uint64)))
-                for name, f in (("public", public(op, xa, ya)), ("fused", lambda: fused(op, a, y, R)),  # noqa: B023
-                                ("rows", lambda: rows(op, a, y, R))):  # noqa: B023
+                for name, f in (("public", public(op, xa, ya)), ("fused", lambda: fused(op, a, y, R))):  # noqa: B023
                     wall, cpu = _timed(f, repeats)
                     row[f"{name}_seconds"] = wall
                     row[f"{name}_cpu_seconds"] = cpu
                     row[f"{name}_mops"] = n / statistics.median(wall) / 1e6
                     row[f"{name}_cpu_mops"] = n / min(cpu) / 1e6
-            row["speedup"] = row["fused_mops"] / row["rows_mops"]
             rows_out.append(row)
             _log(json.dumps(row), lines)
     backends.set_cpu_backend(None)
@@ -226,7 +158,6 @@ import json, time
 import numpy as np
 t = time.perf_counter()
 import expansions.engine as E
-from bench import engine_speed as B
 imported = time.perf_counter() - t
 out = {"import": imported}
 for dt in ("float64", "float32"):
@@ -235,12 +166,6 @@ for dt in ("float64", "float32"):
     t = time.perf_counter()
     E.add_safe(x, x, 4, renormalize=True)
     out["fused engine, " + dt + " (every operation: one compiled loop)"] = time.perf_counter() - t
-x = np.full((20, 4), 1.5)
-x[:, 1:] = 2.0**-60
-t = time.perf_counter()
-for op in B.OPS:
-    B.rows(op, x, x, 4)
-out["row baseline, float64 (kernel, Newton and renormalization passes)"] = time.perf_counter() - t
 print(json.dumps(out))
 """
 
@@ -261,26 +186,23 @@ def compile_times() -> dict:
 
 def markdown(rows_out, scale, compile_res, header) -> str:
     lines = [
-        "# Compiled CPU engine (numba): fused operations, the previous per-expansion path, the public API",
+        "# Compiled CPU engine (numba): fused operations and the public API",
         "",
         " ".join(f"{k}: {v};" for k, v in header.items()),
         "",
         "Mop/s = expansions per second / 10^6, median of the timed calls (wall clock), float64, random "
         "ulp-nonoverlapping operands, one thread (`numba.set_num_threads(1)`). `public`: `x + y`, `x * y`, `x / y`, "
-        "`ex.sqrt(x)` on the engine backend; `fused`: the engine's functions with `renormalize=True` (one pass); "
-        "`rows`: the previous path (row functions, kernel pass then renormalization pass). `cpu`: the same from "
-        "the fastest call's CPU time (steadier on a shared machine). `bits`: fused, rows and public equal to the "
-        "twins' composition on 2000 expansions. The machine is shared: see the load averages.",
+        "`ex.sqrt(x)` on the engine backend; `fused`: the engine's functions with `renormalize=True` (one pass). "
+        "`cpu`: the same from the fastest call's CPU time (steadier on a shared machine). `bits`: fused and public "
+        "equal to the twins' composition on 2000 expansions. The machine is shared: see the load averages.",
         "",
-        "| operation | R | public | fused | rows (before) | fused / rows | public (cpu) | fused (cpu) | "
-        "rows (cpu) | bits |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| operation | R | public | fused | public (cpu) | fused (cpu) | bits |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows_out:
-        bits = "equal" if r["fused_bits_equal"] and r["rows_bits_equal"] and r["public_bits_equal"] else "DIFFER"
+        bits = "equal" if r["fused_bits_equal"] and r["public_bits_equal"] else "DIFFER"
         lines.append(f"| {r['operation']} | {r['R']} | {r['public_mops']:.3g} | {r['fused_mops']:.3g} | "
-                     f"{r['rows_mops']:.3g} | {r['speedup']:.3g}x | {r['public_cpu_mops']:.3g} | "
-                     f"{r['fused_cpu_mops']:.3g} | {r['rows_cpu_mops']:.3g} | {bits} |")
+                     f"{r['public_cpu_mops']:.3g} | {r['fused_cpu_mops']:.3g} | {bits} |")
     if scale:
         threads = scale[0]["threads"]
         lines += ["", f"## All cores ({threads} threads) against one, fused, R = 4, n = {scale[0]['n']}", "",

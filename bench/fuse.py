@@ -17,9 +17,10 @@ Columns:
   of the program, its inputs read once plus its outputs written once (every intermediate stays in
   registers), computed from the arrays the kernel is given.  A model from array sizes, not a
   hardware counter.
-- ``loop``: ``expansions.fuse(fn, cpu="loop")``, the program as one numba loop over the expansions
-  (every intermediate local: its bytes are the CUDA program's, inputs once and outputs once); not
-  run at R = 2, whose default algorithms (double-word) the loop does not run yet.
+- ``loop``: ``expansions.fuse(fn, cpu="loop")``, the program as one compiled loop over blocks of
+  expansions on the block engine (every intermediate in the workspace: its bytes are the CUDA
+  program's, inputs once and outputs once).  ``ex.fuse``'s default, ``cpu="auto"``, runs it at R >= 3
+  and the plan at R = 2; ``python -m bench.fuse_loop`` compares the two on longer programs.
 - ``time``: per call, the median of ``--repeats`` samples after a warm-up (each sample a loop of
   calls lasting about 50 ms; op-by-op and fused samples interleaved), op by op and fused, on the
   default CPU backend (the compiled engine unless numba is missing), and the speedup.  The machine
@@ -138,7 +139,7 @@ def _bits(v):
 def measure(name, R, n, repeats):
     fn, arity = PROGRAMS[name]
     args = [ex.random((n,), terms=R, seed=10 * R + k) for k in range(arity)]
-    program = Program(fn)
+    program = Program(fn, cpu="plan")
     graph, (_, items) = program.trace(*args)
     outputs = tuple(items)
     op_calls, op_bytes = _counted(lambda: fn(*args))
@@ -153,7 +154,7 @@ def measure(name, R, n, repeats):
     try:
         loop(*args)
         fs = [lambda: fn(*args), lambda: program(*args), lambda: loop(*args)]
-    except FuseError:  # R = 2: the double-word defaults are not in the loop yet
+    except FuseError:  # a program the loop does not run
         loop, fs = None, [lambda: fn(*args), lambda: program(*args)]
     timed = _interleaved_times(fs, repeats)
     (t_op, raw_op, k_op), (t_fused, raw_fused, k_fused) = timed[:2]
@@ -183,7 +184,7 @@ def _mb(b):
 
 def _loop(r):
     if r.get("time_loop_s") is None:
-        return "not run (R = 2 defaults) | -"
+        return "not run (refused) | -"
     return f"{1e3 * r['time_loop_s']:.3g} | {r['time_op_by_op_s'] / r['time_loop_s']:.2f}x"
 
 

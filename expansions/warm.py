@@ -31,7 +31,7 @@ from .slices import SCHEMES, matmul_terms
 
 #: The library's defaults (``expansions.array``: two float64 terms; R >= 3 runs the general loops,
 #: R = 2 the double-word ones): what ``python -m expansions warm`` compiles without options.
-DEFAULT_FAMILIES = ("arithmetic", "elementary")
+DEFAULT_FAMILIES = ("arithmetic", "elementary", "programs")
 DEFAULT_DTYPES = ("float64",)
 DEFAULT_TERMS = (2, 4)
 
@@ -88,6 +88,16 @@ def double_word(dtype: str, terms) -> None:
             assert ex.sqrt(abs(x), method=name).terms.dtype == x.terms.dtype, name
 
 
+def programs(dtype: str, terms) -> None:
+    """The loop that runs every program of :func:`expansions.fuse` (``cpu="loop"``, the default at R >=
+    3; one compiled loop per dtype, whatever the program), with every kind of node it runs: the
+    additions, products, Newton operations and negation, and at R = 2 the double-word defaults."""
+    for R in terms:
+        x, y = _pair(R, dtype)
+        z = ex.fuse(lambda a, b: (-a * b + a) / b - ex.sqrt(b * b), cpu="loop")(x, y)
+        assert z.terms.dtype == x.terms.dtype
+
+
 def _engine_module(name: str):
     """A module of the compiled engine (it imports numba: only in the units that call it directly)."""
     return importlib.import_module(f"expansions.engine.{name}")
@@ -120,6 +130,7 @@ def slices(dtype: str, terms) -> None:
 FAMILIES = {
     "elementary": (elementary, 64.0),
     "double_word": (double_word, 29.0),
+    "programs": (programs, 35.0),
     "arithmetic": (arithmetic, 28.0),
     "baselines": (baselines, 12.5),
     "slices": (slices, 10.7),

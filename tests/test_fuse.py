@@ -24,6 +24,8 @@ from expansions import backends
 from expansions.formats import format_of
 from expansions.generate import random_terms
 from expansions.programs import _PLANS
+from expansions.programs.cpu import Plan
+from expansions.programs.loop import LoopPlan
 from expansions.verify import families
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -377,6 +379,101 @@ def test_loop_programs_are_bit_identical(R, dtype):
     assert_same(ex.fuse(_henon, cpu="loop")(e, e, 1.375, 0.3125), _henon(e, e, 1.375, 0.3125))
 
 
+def _edge_terms(n, R, dtype, seed):
+    """n expansions of each edge family: random, the verification's pairs, non-finite terms, near
+    overflow, zeros of both signs, near the underflow threshold (subnormal terms and tails)."""
+    fmt = format_of(dtype)
+    parts = [terms_of((n,), R, dtype, f, seed + k) for k, f in enumerate(FAMILIES)]
+    parts.append(random_terms((n,), R, dtype, seed=seed + 7, exponent_range=(fmt.emin - 4, fmt.emin + 2 * fmt.p)))
+    signed = np.zeros((4, R), dtype=dtype)
+    signed[1, 0] = signed[2, :] = signed[3, 1:] = -0.0
+    parts.append(signed)
+    return np.concatenate(parts)
+
+
+def _every_node(x, y, s):
+    """Every node a loop runs: the safe and fast additions and subtractions, the truncated product,
+    the Newton division (by an expansion and by a float: the one-term kernel), reciprocal and square
+    root, renormalized or not; negation; the defaults (at R = 2 the double-word algorithms); a 0-d
+    operand s and Python floats broadcast."""
+    outs = []
+    for ren in (True, False):
+        for m in ("safe", "fast"):
+            outs += [ex.add(x, y, method=m, renormalize=ren), ex.sub(x, y, method=m, renormalize=ren)]
+        outs += [ex.mul(x, y, method="truncated", renormalize=ren), ex.div(x, y, method="newton", renormalize=ren),
+                 ex.div(x, 0.75, method="newton", renormalize=ren), ex.reciprocal(y, renormalize=ren),
+                 ex.add(x, y, renormalize=ren), ex.sub(s, y, renormalize=ren), ex.mul(x, s, renormalize=ren),
+                 ex.div(x, y, renormalize=ren)]
+    outs += [ex.sqrt(x, method="newton"), ex.sqrt(y), -x, x * x - y * 3.0 + 0.5, s / (y + s) - 1.5, -(x - s)]
+    return tuple(outs)
+
+
+@pytest.mark.parametrize("R, dtype", [(2, "float64"), (3, "float64"), (4, "float32"),
+                                      pytest.param(8, "float64", marks=pytest.mark.slow),
+                                      pytest.param(2, "float32", marks=pytest.mark.slow)])
+def test_loop_every_node_type_and_edge_value(R, dtype):
+    """Every node type on every edge family, with 0-d and float operands broadcast: the loop's bits
+    are op by op's, on as many expansions as the serial loop and the parallel loop run."""
+    x = _edge_terms(8, R, dtype, R)
+    y = _edge_terms(8, R, dtype, 3 * R)[::-1]
+    rng = np.random.default_rng(R)
+    pairs = rng.permutation(len(x) * len(y))[:300]  # pairs of edges, the blocks mixing them
+    x = ex.from_terms(np.ascontiguousarray(x[pairs // len(y)]))
+    y = ex.from_terms(np.ascontiguousarray(y[pairs % len(y)]))
+    s = ex.from_terms(terms_of((), R, dtype, "random", 11))
+    assert_same(ex.fuse(_every_node, cpu="loop")(x, y, s), _every_node(x, y, s))
+    for v in (s, ex.from_terms(terms_of((), R, dtype, "zeros", 1) * 0 - 0.0)):  # a 0-d y, and -0
+        assert_same(ex.fuse(_every_node, cpu="loop")(x, v, s), _every_node(x, v, s))
+    big = ex.from_terms(np.tile(x.terms, (20, 1)))  # 6000 expansions: the parallel loop
+    big_y = ex.from_terms(np.tile(y.terms, (20, 1)))
+    assert_same(ex.fuse(_every_node, cpu="loop")(big, big_y, s), _every_node(big, big_y, s))
+
+
+def test_loop_instructions_are_the_engines():
+    """The instructions programs.loop writes are the ones engine.program runs (their numbers)."""
+    from expansions.engine import fused, program  # numba (optional): the compiled engine
+    from expansions.programs import loop
+
+    names = ("SPLAT", "LOAD", "STORE", "NEGATE", "OPERATION", "DOUBLE_WORD", "WIDTH", "VARIANTS")
+    assert [getattr(loop, k) for k in names] == [getattr(program, k) for k in names]
+    ops = ("ADD_SAFE", "ADD_FAST", "MUL", "RENORMALIZE", "RECIPROCAL", "DIV", "SQRT")
+    assert [getattr(loop, k) for k in ops] == [getattr(fused, k) for k in ops]
+
+
+def test_loop_compiles_once_per_machine():
+    """The loop that runs every program is compiled once per dtype and kept in numba's cache on disk:
+    another process runs a program that no process has run before, and compiles nothing for it."""
+    import subprocess  # only here: the second process
+    import sys
+
+    x = ex.from_terms(terms_of((3,), 3, "float64", "random", 1))
+    ex.fuse(lambda a: a * a + a, cpu="loop")(x)  # compiled, or loaded from the cache, here
+    script = ("import numpy as np, expansions as ex\n"
+              "from expansions.engine import program\n"
+              "x = ex.from_terms(np.array([[1.5, 2.0**-60, 2.0**-120]] * 10))\n"
+              f"y = ex.fuse(lambda a: ex.sqrt(a - {np.random.default_rng().random()}) / a, cpu='loop')(x)\n"
+              "st = program._run.stats\n"
+              "print(sum(st.cache_misses.values()), sum(st.cache_hits.values()))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    misses, hits = map(int, out.stdout.split())
+    assert (misses, hits) == (0, 1)
+
+
+def test_default_runs_the_loop_where_it_runs_and_wins(cpu_backend):
+    """cpu="auto" (the default): the loop for the programs it runs at R >= 3 on the compiled engine, the
+    plan for the others (R = 2, the twins backend, nodes the loop does not run); the bits of op by op."""
+    def poly(a):
+        return (a * 0.75 - 0.5) * a + ex.sqrt(a * a) / 3.0
+
+    for R, dtype in ((3, "float64"), (4, "float32"), (2, "float64")):
+        x = ex.from_terms(terms_of((9,), R, dtype, "zeros", R))
+        plans = {type(ex.fuse(f).plan(x)) for f in (poly, lambda a: -a)}
+        assert plans == {LoopPlan if R >= 3 and cpu_backend == "engine" else Plan}
+        assert_same(ex.fuse(poly)(x), poly(x))
+        assert type(ex.fuse(loop_where).plan(x)) is Plan  # a comparison and where: the plan
+        assert_same(ex.fuse(loop_where)(x), loop_where(x))
+
+
 def loop_where(x):
     return ex.where(x < 0, x, x * x)
 
@@ -386,8 +483,8 @@ def test_loop_refuses_what_it_does_not_run():
     with pytest.raises(ex.FuseError, match=f"`lt` at {__file__}:{_line_of(loop_where, 'ex.where')}:"):
         ex.fuse(loop_where, cpu="loop")(x)
     d = ex.from_terms(terms_of((3,), 2, "float64", "random", 1))
-    with pytest.raises(ex.FuseError, match="dw_times_dw1"):
-        ex.fuse(lambda a: a * a, cpu="loop")(d)
+    with pytest.raises(ex.FuseError, match="dw_times_dw2"):  # R = 2: the double-word defaults only
+        ex.fuse(lambda a: ex.mul(a, a, method="dw_times_dw2"), cpu="loop")(d)
     with pytest.raises(ValueError, match="cpu="):
         ex.fuse(lambda a: a, cpu="numba")
 

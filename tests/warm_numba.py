@@ -14,7 +14,7 @@ from expansions.warm import units, warm
 
 #: Both dtypes for the families the float32 tests use; the double-word algorithms and the slice
 #: products' steps in float64 (the float32 tests run the library's defaults, warmed by arithmetic).
-UNITS = [*units(("elementary", "arithmetic", "baselines"), ("float64", "float32")),
+UNITS = [*units(("elementary", "arithmetic", "baselines", "programs"), ("float64", "float32")),
          *units(("double_word", "slices"), ("float64",))]
 #: The R of the tests' engine paths: the double-word loops (2) and the general ones (3, 8).
 TERMS = (2, 3, 8)

@@ -12,6 +12,9 @@ Drop-in for the twins (same names, signatures, shapes, dtypes and bits):
   the renormalization): :func:`dw_operation` (:func:`expansions.engine.fused_dw.operation`), and
   :func:`dw_binary`, :func:`dw_unary` (without the renormalization) (:mod:`expansions.engine.fused_dw`).
 
+A traced program (``expansions.fuse(fn, cpu="loop")``) runs as one loop over blocks of expansions,
+node after node on the block engine's rows: :func:`run_program` (:mod:`expansions.engine.program`).
+
 The elementary functions of :mod:`expansions.cpu.elementary` listed in
 :data:`expansions.engine.elementary.COMPILED` are one compiled loop each (the twins' algorithms per
 block of expansions on the fused operations): :func:`compiled_elementary` gives the function by its
@@ -54,6 +57,7 @@ _FUNCTIONS = {
     "dw_binary": "fused_dw",
     "dw_unary": "fused_dw",
     "compiled_elementary": "elementary",
+    "run_program": "program",
 }
 
 _status: list = []  # [reason or None], filled by available()

@@ -61,8 +61,7 @@ from .fused import (
     store_block,
     workspace,
 )
-from .kernels import PARALLEL, readonly, terms_array
-from .newton import leading_exponent
+from .kernels import PARALLEL, leading_exponent, readonly, terms_array
 from .simd import LANES, any_lane, mask_of, splat, where
 
 #: Arrays of fewer rows run on the calling thread.  An elementary function costs at least a

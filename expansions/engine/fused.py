@@ -12,8 +12,9 @@ Why these are the twins' bits:
 
 * every floating-point operation is the twin's, on the same operands in the same order, one IEEE
   rounding each (no fast-math, no contraction: the only FMA is the explicit one of the two-product,
-  below); the lane steps are the row functions of :mod:`expansions.engine.kernels` (themselves the
-  twins'), with each lane update done from the highest lane down, as there;
+  below); the lane steps are the twins' (:mod:`expansions.cpu.kernels`), each lane update
+  ``lane[l] <- f(lane[l], lane[l-1])`` done from the highest lane down, so that every lane reads the
+  value its neighbour had before the step, as the twin's columns and a warp's lanes do;
 * a data-dependent loop (the fast addition's error rounds, the multiplication's ``propagate``, the
   renormalization's rounds and its sort) runs while some expansion of the block is active, at most
   the twin's bound of rounds; the finished expansions run on with the others, exactly as finished lane
@@ -52,8 +53,7 @@ from numba.extending import overload
 
 from .. import bounds
 from ..formats import check_terms, format_of
-from .kernels import OPTIONS, PARALLEL, operands, terms_array
-from .newton import leading_exponent
+from .kernels import OPTIONS, PARALLEL, leading_exponent, operands, terms_array
 from .simd import (
     LANES,
     aligned_pointer,
@@ -154,6 +154,14 @@ def load_block(a, first, count, n, negate, ws, row):
     on zeros, as the GPU's groups past the end, and are not stored).  One gather per term."""
     for t in range(n):
         st(ws, row + t, gather_column(a, first, t, count, negate))
+
+
+@njit(**INNER)
+def splat_block(a, n, ws, row):
+    """Rows row .. row+n-1 := the n terms of a[0] in every lane: an operand of one element (a scalar,
+    a 0-d expansion) broadcast to the block, loaded once and read by every block."""
+    for t in range(n):
+        st(ws, row + t, splat(ld(ws, row + t), a[0, t]))
 
 
 @njit(**INNER)
@@ -284,8 +292,8 @@ def _zero_step(ws, S, E, top, R, z):
 
 @njit(**OPTIONS)
 def add_safe_block(ws, X, n, Y, m, R, S, E, out):
-    """Twin of ``kernels.add_safe`` on a block (``add_safe_row`` of kernels.py, lane by lane as
-    vectors): rows X (n terms) + rows Y (m terms) into R rows at ``out``; S, E: R rows of scratch.
+    """Twin of ``kernels.add_safe`` on a block (Algorithm 1, the twin's lanes as vectors): rows X (n
+    terms) + rows Y (m terms) into R rows at ``out``; S, E: R rows of scratch.
     Returns the lanes that the non-finite rule replaced."""
     x0 = ld(ws, X)
     y0 = ld(ws, Y)
@@ -316,7 +324,7 @@ def add_safe_block(ws, X, n, Y, m, R, S, E, out):
 
 @njit(**OPTIONS)
 def add_fast_block(ws, X, n, Y, m, R, S, E, out):
-    """Twin of ``kernels.add_fast`` on a block (``add_fast_row``): the lane-wise 2Sum, then at most
+    """Twin of ``kernels.add_fast`` on a block (Fig. 5): the lane-wise 2Sum, then at most
     R-2 rounds while some expansion of the block has a nonzero shifted error (the others run on: the
     argument of add.cuh), then the errors are added.  Returns the lanes that the non-finite rule
     replaced."""
@@ -546,7 +554,7 @@ def _product_step(ws, X, n, yi, R, S, E, EP, mode, XH, XL):
 
 @njit(**OPTIONS)
 def mul_block(ws, X, n, Y, m, R, S, E, EP, out, XH, XL, LO, HI, QE, QP):
-    """Twin of ``kernels.mul_truncated`` on a block (``mul_row``, Algorithm 2): for i < R-1, the lanes
+    """Twin of ``kernels.mul_truncated`` on a block (Algorithm 2): for i < R-1, the lanes
     2Prod x_l * y_i and 2Sum into the accumulator S, whose lane 0 is output term i; S shifts down a
     lane, and the product and sum errors are propagated; the last term is s_0 + x_0 y_{R-1}.
     S, E, EP, XH, XL, LO, HI, QE, QP: R rows of scratch each; ``out`` must not be X or Y.  Returns the
@@ -721,7 +729,7 @@ def nonoverlapping_block(ws, r, R):
 
 @njit(**OPTIONS)
 def renormalize_block(ws, X, k, R, out, SRT, ERR, NEW, xbad):
-    """Twin of ``kernels.renormalize`` on a block (``renormalize_row``): at most R rounds of stable sort
+    """Twin of ``kernels.renormalize`` on a block: at most R rounds of stable sort
     by decreasing magnitude, VecSum from the bottom, VecSumErrBranch from the top, until every
     expansion of the block has ulp-nonoverlapping terms (the finished ones keep their terms: their
     round is computed into NEW and not selected); then the non-finite rule.  X: k input rows (not
@@ -881,35 +889,49 @@ def finish_block(ws, out, R, xbad, x0, ybad, y0, leading):
 
 
 # ---------------------------------------------------------------------------------------------
-# the engine's loop: one compiled function for every operation
+# one operation on a block's rows, and the engine's loop
 
 
 @njit(**INNER)
-def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
-    """Blocks lo .. hi-1 of operation ``op`` on one thread with one workspace: load the block's terms
-    (transposed), compute, store its R result rows.
+def operation_rows(n, m, R):
+    """Rows of scratch that :func:`operation_block` needs for operands of n and m terms into R."""
+    k = max(n, m, R)
+    return 6 * R + 5 + 7 * k + scratch_rows(n, m, R)
 
-    ADD_SAFE, ADD_FAST, MUL: the kernel on x and y (y negated with ``negate_y``), renormalized with
-    ``renormalize`` (MUL on its operands made positional: :func:`positional_block` in
-    :func:`binary_block`; the Newton operations make theirs positional as they are loaded).
-    RENORMALIZE: x in R terms.  RECIPROCAL, DIV, SQRT: the twins ``newton.reciprocal``,
-    ``div`` and ``sqrt``, then with ``renormalize`` the Newton renormalizer of the dispatch
-    (``dispatch._renormalize_keeping_zeros``: renormalize, keep the kernel's zero results).
 
-    Newton: the operand a (the divisor y for DIV) is scaled to A; the iteration starts from z = RN(1/a_0)
+@njit(**INNER)
+def negate_rows(ws, X, n, out):
+    """Rows out .. out+n-1 := rows X .. X+n-1 with the sign flipped (NumPy's negative, exact)."""
+    for t in range(n):
+        st(ws, out + t, -ld(ws, X + t))
+
+
+@njit(**INNER)
+def operation_block(op, ws, X, n, Y, m, R, renormalize, steps, kmin, kmax, out, base):
+    """Operation ``op`` on the block's rows X (n terms) and Y (m terms; pass X for the operations of
+    one operand) into R rows at ``out``; rows X and Y are not changed, ``out`` overlaps neither;
+    ``base``: the first of :func:`operation_rows` rows of scratch.  The engine's loop
+    (:func:`_blocks`) and the programs' loops (:mod:`expansions.programs.loop`) run every operation
+    through it.
+
+    ADD_SAFE, ADD_FAST, MUL: the kernel on X and Y, renormalized with ``renormalize`` (MUL on its
+    operands made positional: :func:`positional_block` in :func:`binary_block`).  RENORMALIZE: X in R
+    terms.  RECIPROCAL, DIV, SQRT: the twins ``newton.reciprocal``, ``div`` and ``sqrt``, then with
+    ``renormalize`` the Newton renormalizer of the dispatch (``dispatch._renormalize_keeping_zeros``:
+    renormalize, keep the kernel's zero results); ``steps``, ``kmin``, ``kmax``: the twin's
+    ``bounds.newton_steps`` and the clamp of ``newton.scale``.
+
+    Newton: the operands are made positional (into scratch rows, where a lane needs it); the operand
+    a (the divisor y for DIV) is scaled to A; the iteration starts from z = RN(1/a_0)
     (RN(1/RN(sqrt(a_0))) for SQRT) and for each r of ``steps`` runs, in r terms, each product and sum
     renormalized: v = a z, w = 2 - v, z = z w (the reciprocal), or t = a z, v = t z, w = 3 - v,
     z = (z w) / 2 (the inverse square root); then q = x z (DIV, x scaled) or q = a z (SQRT) in R terms;
     q is scaled back and the non-finite rule and the special cases of ``newton.finish`` applied.
     Every kernel and renormalization runs through the one call of :func:`binary_block` below (its
     code is compiled once)."""
-    count, n = x.shape
-    m = y.shape[1]
-    L = lanes_of(x)
+    L = lanes_of(ws)
     k = max(n, m, R)
-    XI = 0  # n rows: x (or a)
-    YI = n  # m rows: y
-    A = n + m  # k rows: the scaled operand of the Newton iteration (divisor, or a)
+    A = base  # k rows: the scaled operand of the Newton iteration (divisor, or a)
     A2 = A + k  # k rows: the scaled dividend
     Z = A2 + k  # R rows each: z, scratch, the result, -v
     U = Z + R
@@ -921,100 +943,116 @@ def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
     K1 = C + 1
     K2 = K1 + 1
     F = K2 + 1
-    FXI = F + 2  # k rows: an operand of a Newton operation made positional; FS: 3k rows of scratch
-    FS = FXI + k
+    FX = F + 2  # k rows each: the operands of a Newton operation made positional; FS: 3k rows of scratch
+    FY = FX + k
+    FS = FY + k
     sc = FS + 3 * k
-    buf, ws = workspace(sc + scratch_rows(n, m, R), x)
     newton = op >= RECIPROCAL
-    no = mask_of(ld(ws, XI), False)
+    XI, YI = X, Y
+    if newton:  # the operands made positional (kernels.positional), into scratch rows where needed
+        XI = positional_block(ws, X, n, FX, FS, FS + k, FS + 2 * k)
+        if op == DIV:
+            YI = positional_block(ws, Y, m, FY, FS, FS + k, FS + 2 * k)
+    x0 = ld(ws, XI)
+    y0 = ld(ws, YI)
+    no = mask_of(x0, False)
     na = m if op == DIV else n  # terms of the operand of the Newton iteration
     per_step = 4 if op == SQRT else 3
     # sub-operations of a block: the kernel; or the renormalization; or the Newton steps, the final
     # product (DIV, SQRT), then (with ``renormalize``) the renormalization of the scaled-back result
     iteration = len(steps) * per_step + (0 if op == RECIPROCAL else 1) if newton else 1
     total = iteration + (1 if newton and renormalize else 0)
+    zn = 1  # terms of z
+    if newton:
+        for j in range(L):
+            if op == DIV:
+                ws[K1 * L + j] = -leading_exponent(ws[XI * L + j])  # kx
+                ws[K2 * L + j] = -leading_exponent(ws[YI * L + j])  # ky
+            elif op == SQRT:
+                half = leading_exponent(ws[XI * L + j]) >> 1
+                ws[K1 * L + j] = half
+                ws[K2 * L + j] = -2 * half
+            else:
+                ws[K1 * L + j] = -leading_exponent(ws[XI * L + j])
+        if op == DIV:
+            scale_block(ws, YI, m, K2, kmin, kmax, A, F)
+            scale_block(ws, XI, n, K1, kmin, kmax, A2, F)
+        else:
+            scale_block(ws, XI, n, K2 if op == SQRT else K1, kmin, kmax, A, F)
+        a0 = ld(ws, A)
+        one = splat(a0, 1.0)
+        st(ws, Z, one / vsqrt(a0) if op == SQRT else one / a0)
+        st(ws, C, splat(a0, 3.0 if op == SQRT else 2.0))
+    for q in range(total):
+        # sub-operation q: dst := op(P (np_ rows), Qr (nq rows)) in r terms, renormalized with ren
+        kind, P, np_, Qr, nq, r, dst, ren = op, XI, n, YI, m, R, out, renormalize
+        s = q // per_step
+        sub = q % per_step
+        if newton:
+            ren = True
+            r = steps[s] if s < len(steps) else R
+            kind, P, np_, Qr, nq, dst = MUL, Z, zn, W, r, Z  # the last of a step: z w
+            if q == iteration:  # the Newton renormalizer of the scaled-back result
+                kind, P, np_, dst = RENORMALIZE, Q, R, V
+            elif s == len(steps):  # the final product: x z (DIV) or a z (SQRT)
+                P, np_, Qr, nq, dst = (A2 if op == DIV else A), n, Z, R, Q
+            elif sub == 0:
+                P, np_, Qr, nq, dst = A, min(r, na), Z, zn, (U if op == SQRT else V)
+            elif op == SQRT and sub == 1:
+                P, np_, Qr, nq, dst = U, r, Z, zn, V
+            elif sub == per_step - 2:  # the constant minus v: add_safe(c, -v)
+                negate_rows(ws, V, r, NEG)  # the sign flipped, as the twin's -v
+                kind, P, np_, Qr, nq, dst = ADD_SAFE, C, 1, NEG, r, W
+        binary_block(kind, ws, P, np_, Qr, nq, r, ren, dst, sc)
+        if newton and s < len(steps) and sub == per_step - 1:
+            if op == SQRT:
+                half = splat(x0, 0.5)
+                for t in range(r):
+                    st(ws, Z + t, ld(ws, Z + t) * half)  # exact
+            zn = r
+        if newton and q == iteration - 1:  # scale back, the non-finite rule, the special cases
+            if op == DIV:
+                for j in range(L):
+                    ws[K2 * L + j] = ws[K2 * L + j] - ws[K1 * L + j]  # ky - kx
+                scale_block(ws, Q, R, K2, kmin, kmax, Q, F)
+                finish_block(ws, Q, R, nonfinite_rows(ws, XI, n), x0, nonfinite_rows(ws, YI, m), y0, x0 / y0)
+            else:
+                scale_block(ws, Q if op == SQRT else Z, R, K1, kmin, kmax, Q, F)
+                leading = vsqrt(x0) if op == SQRT else splat(x0, 1.0) / x0
+                finish_block(ws, Q, R, nonfinite_rows(ws, XI, n), x0, no, x0, leading)
+    if newton:
+        if renormalize:
+            zero = splat(x0, 0.0)
+            keep = (ld(ws, Q) == zero) & (ld(ws, V) == zero)
+            for t in range(R):
+                st(ws, out + t, where(keep, ld(ws, Q + t), ld(ws, V + t)))
+        else:
+            copy_rows(ws, Q, R, out)
+
+
+@njit(**INNER)
+def _blocks(op, x, y, negate_y, R, renormalize, steps, kmin, kmax, out, lo, hi):
+    """Blocks lo .. hi-1 of operation ``op`` on one thread with one workspace: load the block's terms
+    (transposed), compute (:func:`operation_block`), store its R result rows.  The kernels
+    (ADD_SAFE, ADD_FAST, MUL) and DIV read y, negated with ``negate_y``; the others x alone."""
+    count, n = x.shape
+    m = y.shape[1]
+    L = lanes_of(x)
+    binary = op <= MUL or op == DIV
+    XI = n - n  # n rows: x (row 0, as a runtime value: the programs' loop calls operation_block with the same types)
+    YI = n  # m rows: y
+    OUT = n + m  # R rows: the result
+    base = OUT + R
+    buf, ws = workspace(base + operation_rows(n, m, R), x)
     for b in range(lo, hi):
         first = b * L
         load_block(x, first, count, n, False, ws, XI)
-        if op <= MUL or op == DIV:
+        if binary:
             load_block(y, first, count, m, negate_y, ws, YI)
-        if newton:  # the operands made positional (kernels.positional), in place
-            fixed = positional_block(ws, XI, n, FXI, FS, FS + k, FS + 2 * k)
-            copy_rows(ws, fixed, n if fixed != XI else 0, XI)
-            if op == DIV:
-                fixed = positional_block(ws, YI, m, FXI, FS, FS + k, FS + 2 * k)
-                copy_rows(ws, fixed, m if fixed != YI else 0, YI)
-        x0 = ld(ws, XI)
-        y0 = ld(ws, YI)
-        zn = 1  # terms of z
-        if newton:
-            for j in range(L):
-                if op == DIV:
-                    ws[K1 * L + j] = -leading_exponent(ws[XI * L + j])  # kx
-                    ws[K2 * L + j] = -leading_exponent(ws[YI * L + j])  # ky
-                elif op == SQRT:
-                    half = leading_exponent(ws[XI * L + j]) >> 1
-                    ws[K1 * L + j] = half
-                    ws[K2 * L + j] = -2 * half
-                else:
-                    ws[K1 * L + j] = -leading_exponent(ws[XI * L + j])
-            if op == DIV:
-                scale_block(ws, YI, m, K2, kmin, kmax, A, F)
-                scale_block(ws, XI, n, K1, kmin, kmax, A2, F)
-            else:
-                scale_block(ws, XI, n, K2 if op == SQRT else K1, kmin, kmax, A, F)
-            a0 = ld(ws, A)
-            one = splat(a0, 1.0)
-            st(ws, Z, one / vsqrt(a0) if op == SQRT else one / a0)
-            st(ws, C, splat(a0, 3.0 if op == SQRT else 2.0))
-        for q in range(total):
-            # sub-operation q: dst := op(P (np_ rows), Qr (nq rows)) in r terms, renormalized with ren
-            kind, P, np_, Qr, nq, r, dst, ren = op, XI, n, YI, m, R, Z, renormalize
-            s = q // per_step
-            sub = q % per_step
-            if newton:
-                ren = True
-                r = steps[s] if s < len(steps) else R
-                kind, P, np_, Qr, nq, dst = MUL, Z, zn, W, r, Z  # the last of a step: z w
-                if q == iteration:  # the Newton renormalizer of the scaled-back result
-                    kind, P, np_, dst = RENORMALIZE, Q, R, V
-                elif s == len(steps):  # the final product: x z (DIV) or a z (SQRT)
-                    P, np_, Qr, nq, dst = (A2 if op == DIV else A), n, Z, R, Q
-                elif sub == 0:
-                    P, np_, Qr, nq, dst = A, min(r, na), Z, zn, (U if op == SQRT else V)
-                elif op == SQRT and sub == 1:
-                    P, np_, Qr, nq, dst = U, r, Z, zn, V
-                elif sub == per_step - 2:  # the constant minus v: add_safe(c, -v)
-                    for t in range(r):
-                        st(ws, NEG + t, -ld(ws, V + t))  # the sign flipped, as the twin's -v
-                    kind, P, np_, Qr, nq, dst = ADD_SAFE, C, 1, NEG, r, W
-            binary_block(kind, ws, P, np_, Qr, nq, r, ren, dst, sc)
-            if newton and s < len(steps) and sub == per_step - 1:
-                if op == SQRT:
-                    half = splat(x0, 0.5)
-                    for t in range(r):
-                        st(ws, Z + t, ld(ws, Z + t) * half)  # exact
-                zn = r
-            if newton and q == iteration - 1:  # scale back, the non-finite rule, the special cases
-                if op == DIV:
-                    for j in range(L):
-                        ws[K2 * L + j] = ws[K2 * L + j] - ws[K1 * L + j]  # ky - kx
-                    scale_block(ws, Q, R, K2, kmin, kmax, Q, F)
-                    finish_block(ws, Q, R, nonfinite_rows(ws, XI, n), x0, nonfinite_rows(ws, YI, m), y0, x0 / y0)
-                else:
-                    scale_block(ws, Q if op == SQRT else Z, R, K1, kmin, kmax, Q, F)
-                    leading = vsqrt(x0) if op == SQRT else splat(x0, 1.0) / x0
-                    finish_block(ws, Q, R, nonfinite_rows(ws, XI, n), x0, no, x0, leading)
-        result = Z
-        if newton:
-            result = Q
-            if renormalize:
-                zero = splat(x0, 0.0)
-                keep = (ld(ws, Q) == zero) & (ld(ws, V) == zero)
-                for t in range(R):
-                    st(ws, V + t, where(keep, ld(ws, Q + t), ld(ws, V + t)))
-                result = V
-        store_block(ws, result, R, out, first, count)
+            operation_block(op, ws, XI, n, YI, m, R, renormalize, steps, kmin, kmax, OUT, base)
+        else:
+            operation_block(op, ws, XI, n, XI, n, R, renormalize, steps, kmin, kmax, OUT, base)
+        store_block(ws, OUT, R, out, first, count)
     buf[0] = 0  # the workspace stays alive until here (ws points into it)
 
 

@@ -57,7 +57,8 @@ from ..dw import ALGORITHMS
 from ..formats import FLOAT32, FLOAT64, dw_scale_limit
 from . import dw as _dw
 from .dw import _KERNEL, _OP, _SCALAR, _c, _two_sum
-from .newton import leading_exponent
+from .fused import lanes_of
+from .kernels import leading_exponent
 
 #: the double-word x double-word algorithms of the library's binary operations, and their operation
 BINARY = {name: a.operation for name, a in ALGORITHMS.items() if a.operands == ("dw", "dw")}
@@ -275,6 +276,52 @@ def _exact_row(op, kind, renormalize, x0, x1, y0, y1):
     return h, lo
 
 
+@njit(**_SCALAR)
+def _fixed_row(op, kind, renormalize, x0, x1, y0, y1):
+    """The fast pass's row with its operands made double words by selects (``fix``):
+    ``(h, lo, flagged)``, ``flagged`` where :func:`_flag` asks for :func:`_exact_row` (then ``(h,
+    lo)`` is not the result).  ``op``, ``kind`` and ``renormalize`` as in :func:`_fast_pass`."""
+    a, b = _double_word_select(x0, x1)
+    c, d = _double_word_select(y0, y1)
+    h, lo = _algorithm(op, a, b, c, d, True)
+    if renormalize:  # renormalize_pair of a pair with RN(h + lo) = h (others are flagged)
+        zero = _c(h, 0.0)
+        h, lo = h + zero, lo + zero
+    return h, lo, _flag(kind, renormalize, False, x0, x1, y0, y1, h, lo)
+
+
+@njit(**_SCALAR)
+def rows_block(op, kind, renormalize, ws, X, Y, negate, out):
+    """The R = 2 operation of algorithm number ``op`` (of ``dw._OP``) and ``kind`` (0 add, 1 mul, 2
+    div, 3 sqrt) on a block of the block engine's workspace (:mod:`expansions.engine.fused`: row r
+    holds term r of the L expansions of a block, ``ws`` points to row 0): rows out, out+1 := rows X,
+    X+1 op rows Y, Y+1 (negated with ``negate``; for the square root pass Y = X), the non-finite rule,
+    with ``renormalize`` the renormalization.  The programs' loops (:mod:`expansions.programs.loop`)
+    run the library's R = 2 operations through it.  The bits of :func:`operation`: each lane by
+    :func:`_fixed_row`, then, only when some lane is flagged, those lanes by :func:`_exact_row` (as
+    :func:`_block` with ``fix``).  ``out`` must not overlap rows X or Y."""
+    literally(op)
+    literally(kind)
+    literally(renormalize)
+    L = lanes_of(ws)
+    flagged = 0
+    for j in range(L):
+        x0, x1, y0, y1 = ws[X * L + j], ws[(X + 1) * L + j], ws[Y * L + j], ws[(Y + 1) * L + j]
+        if negate:
+            y0, y1 = -y0, -y1
+        h, lo, bad = _fixed_row(op, kind, renormalize, x0, x1, y0, y1)
+        ws[out * L + j] = h
+        ws[(out + 1) * L + j] = lo
+        flagged += bad
+    if flagged:  # the lanes flagged, exactly
+        for j in range(L):
+            x0, x1, y0, y1 = ws[X * L + j], ws[(X + 1) * L + j], ws[Y * L + j], ws[(Y + 1) * L + j]
+            if negate:
+                y0, y1 = -y0, -y1
+            if _flag(kind, renormalize, False, x0, x1, y0, y1, ws[out * L + j], ws[(out + 1) * L + j]):
+                ws[out * L + j], ws[(out + 1) * L + j] = _exact_row(op, kind, renormalize, x0, x1, y0, y1)
+
+
 # ---------------------------------------------------------------------------------------------
 # the loops
 
@@ -405,10 +452,10 @@ def _loops(op: int, kind: int, renormalize: bool):
 
 @njit(**_SCALAR)
 def _scan(op, kind, x, out):
-    """``out[i] = out[i-1] op x[i]``, ``out[0] = x[0]``, on flat (2n,) arrays: each step the fast
-    pass's row with its operands made double words (``fix``) and renormalized, or, where
-    :func:`_flag` flags it, :func:`_exact_row`: the bits of the library's ``acc op x[i]`` at R = 2, one
-    row at a time (a cumulative sum or product, whose steps depend on each other)."""
+    """``out[i] = out[i-1] op x[i]``, ``out[0] = x[0]``, on flat (2n,) arrays: each step
+    :func:`_fixed_row` renormalized, or, where it flags the row, :func:`_exact_row`: the bits of the
+    library's ``acc op x[i]`` at R = 2, one row at a time (a cumulative sum or product, whose steps
+    depend on each other)."""
     literally(op)
     literally(kind)
     n = x.shape[0] // 2
@@ -418,12 +465,8 @@ def _scan(op, kind, x, out):
     out[0], out[1] = h, lo
     for i in range(1, n):
         x0, x1 = x[2 * i], x[2 * i + 1]
-        a, b = _double_word_select(h, lo)
-        c, d = _double_word_select(x0, x1)
-        hh, ll = _algorithm(op, a, b, c, d, True)
-        zero = _c(hh, 0.0)
-        hh, ll = hh + zero, ll + zero
-        if _flag(kind, True, False, h, lo, x0, x1, hh, ll):
+        hh, ll, flagged = _fixed_row(op, kind, True, h, lo, x0, x1)
+        if flagged:
             hh, ll = _exact_row(op, kind, True, h, lo, x0, x1)
         h, lo = hh, ll
         out[2 * i], out[2 * i + 1] = h, lo

@@ -144,6 +144,21 @@ def aligned_pointer(typingctx, arr):
     return types.CPointer(arr.dtype)(arr), codegen
 
 
+@intrinsic
+def pointer_at(typingctx, like, address):
+    """The integer ``address`` as a pointer to floats of the dtype of the array ``like`` (an array
+    that the caller passes by its address, ``a.ctypes.data``, and keeps alive)."""
+    if not (isinstance(like, types.Array) and isinstance(like.dtype, types.Float)
+            and isinstance(address, types.Integer)):
+        return None
+    pty = types.CPointer(like.dtype)
+
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[1], context.get_value_type(pty))
+
+    return pty(like, address), codegen
+
+
 def _column_pointers(context, builder, arrty, arr, first, t, count, lanes):
     """(pointers to a[first + j, t] for j < lanes, mask first + j < count) of a 2-D C-contiguous array."""
     i64 = ir.IntType(64)

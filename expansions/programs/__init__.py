@@ -4,8 +4,9 @@
 (:mod:`expansions.programs.trace`) the first time it sees a combination of argument formats, ranks
 and scalar values, and caches it; each call then runs the graph's plan (:mod:`expansions.programs.cpu`)
 on the arguments.  The result is bit-identical to calling the function on the ExpansionArrays
-directly, op by op.  With ``cpu="loop"`` the graph runs as one numba loop
-(:mod:`expansions.programs.loop`); on cuda arrays as one generated CUDA kernel
+directly, op by op.  On the compiled engine a program that the loop runs at R >= 3 runs as one compiled
+loop over blocks of expansions (:mod:`expansions.programs.loop`, ``cpu="auto"``, the default; ``cpu=
+"loop"`` asks for it, ``cpu="plan"`` for the plan); on cuda arrays as one generated CUDA kernel
 (:mod:`expansions.programs.cuda`).
 """
 
@@ -24,7 +25,10 @@ from .trace import FuseError, Tracer, argument_key, trace
 __all__ = ["fuse", "FuseError", "Tracer", "Program"]
 
 #: How programs run on the CPU (see :func:`fuse`).
-CPU_MODES = ("plan", "loop")
+CPU_MODES = ("auto", "plan", "loop")
+#: ``cpu="auto"`` runs the loop for programs of at least this many terms (at R = 2 the plan's
+#: double-word loops are faster: bench/results/fuse_loop_*).
+AUTO_LOOP_TERMS = 3
 #: How programs run on a GPU (see :class:`Program`).
 CUDA_MODES = ("kernel", "plan")
 
@@ -35,7 +39,7 @@ _PLANS: dict = {}
 class Program:
     """A fused function: ``Program(fn)(*args)`` runs ``fn`` traced (see :func:`fuse`)."""
 
-    def __init__(self, fn, cpu: str = "plan", overrides=None, block: int | None = None, cuda: str = "kernel"):
+    def __init__(self, fn, cpu: str = "auto", overrides=None, block: int | None = None, cuda: str = "kernel"):
         if cpu not in CPU_MODES:
             raise ValueError(f"expansions.fuse: unknown cpu={cpu!r}: use one of {CPU_MODES}")
         if cuda not in CUDA_MODES:
@@ -80,8 +84,23 @@ class Program:
             elif device == "cuda":
                 _PLANS[key] = Plan(graph, outputs, device)
             else:
-                _PLANS[key] = LoopPlan(graph, outputs, device) if self.cpu == "loop" else Plan(graph, outputs, device)
+                _PLANS[key] = self._cpu_plan(graph, outputs, device)
         return _PLANS[key]
+
+    def _cpu_plan(self, graph, outputs, device) -> Plan:
+        """The CPU executor of ``cpu``: 'loop' the loop (FuseError for a program it does not run), 'plan'
+        the plan, 'auto' the loop where it runs the program at R >= :data:`AUTO_LOOP_TERMS` on the
+        compiled engine, else the plan."""
+        if self.cpu == "loop":
+            return LoopPlan(graph, outputs, device)
+        if self.cpu == "auto" and for_device(device).name == "engine":
+            try:
+                loop = LoopPlan(graph, outputs, device)
+            except FuseError:  # a node the loop does not run (comparisons, where, elementary functions, ...)
+                loop = None
+            if loop is not None and loop.terms >= AUTO_LOOP_TERMS:
+                return loop
+        return Plan(graph, outputs, device)
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -95,9 +114,10 @@ class Program:
         return tuple(items) if many else items[0]
 
 
-def fuse(fn=None, *, cpu: str = "plan"):
+def fuse(fn=None, *, cpu: str = "auto"):
     """``expansions.fuse(fn)`` or ``@expansions.fuse``: ``fn`` traced into a program of the library's
-    operations and run as one planned routine, with results bit-identical to ``fn`` op by op.
+    operations and run as one compiled loop or one planned routine (``cpu``, below), with results
+    bit-identical to ``fn`` op by op.
 
     ``fn`` takes ExpansionArrays and float or boolean arrays (traced: they may change between calls
     with the same formats and ranks), and Python or NumPy scalars (constants of the program: a new
@@ -112,12 +132,20 @@ def fuse(fn=None, *, cpu: str = "plan"):
     on a traced value, another function, indexing) raises :class:`FuseError` naming the construct and
     the source line.
 
-    ``cpu``: how a program runs on NumPy arrays.  ``"plan"`` (the default, every program): the
-    library's vectorized backend calls in the program's order, planned once
-    (:mod:`expansions.programs.cpu`).  ``"loop"``: one numba loop over the expansions with every
-    intermediate local (:mod:`expansions.programs.loop`), for programs of one format made of ``+``,
-    ``-``, ``*`` (safe, fast, truncated) and negation.  On cuda arrays a program is one CUDA kernel
-    either way (:mod:`expansions.programs.cuda`).  Every mode gives the bits of op by op.
+    ``cpu``: how a program runs on NumPy arrays.  ``"loop"``: one compiled loop over blocks of
+    expansions (:mod:`expansions.programs.loop`): each input read once, every node on the block
+    engine's rows, each output written once, no temporary arrays; for programs of one format (R,
+    dtype) made of ``+ - * /``, ``sqrt``, ``reciprocal`` (the safe, fast, truncated and Newton
+    algorithms, and at R = 2 the double-word defaults), with or without ``renormalize``, and negation
+    (anything else: :class:`FuseError` naming the line).  The loop is compiled once per dtype and kept
+    in numba's cache on disk; no program compiles.  ``"plan"`` (every program): the library's
+    vectorized backend calls in the program's order, planned once (:mod:`expansions.programs.cpu`).
+    ``"auto"`` (the default): the loop for the programs it runs at R >= 3 on the compiled engine (on
+    programs of tens of operations 1.15 to 1.6 times faster than the plan at R = 3 to 8,
+    bench/results/fuse_loop_*), the plan for the others (at R = 2, where the plan's double-word loops
+    are faster; on the NumPy twins backend; comparisons, ``where``, ``abs``, the elementary functions,
+    other methods, several formats).  On cuda arrays a program is one CUDA kernel either way
+    (:mod:`expansions.programs.cuda`).  Every mode gives the bits of op by op.
     """
     if fn is None:
         return functools.partial(fuse, cpu=cpu)

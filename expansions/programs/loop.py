@@ -1,39 +1,57 @@
-"""A traced program as ONE compiled CPU loop (``expansions.fuse(fn, cpu="loop")``, numba).
+"""A traced program as ONE compiled CPU loop on the block engine (``expansions.fuse(fn, cpu="loop")``).
 
-:func:`loop_source` writes a Python function over the expansions, compiled by numba with the
-engine's options (no fastmath, no contraction): a ``prange`` over blocks of expansions, as the
-engine's kernels run, and per expansion the engine's row functions (``add_safe_row``,
-``add_fast_row``, ``mul_row``, ``renormalize_row`` of :mod:`expansions.engine.kernels`) in the
-program's order on small local arrays, so every intermediate stays in the loop: each input is read
-once and each output written once.  The row functions are the ones the engine's vectorized kernels
-call with the same arguments, which is why the bits are those of op by op; the Newton division,
-reciprocal and square root call the rows of :mod:`expansions.engine.newton` and then the Newton
-renormalizer of :func:`expansions.dispatch.renormalizer` (renormalize, keep the kernel's zero
-results), and a divisor given as floats whose terms past the first are all zero takes the one-term
-division, decided per call on the whole array as :func:`expansions.operations.binary` decides it.
+:func:`loop_code` turns the program into the instructions of :mod:`expansions.engine.program`, whose
+one compiled loop runs it the way the engine runs one operation: the expansions in blocks of L (the
+SIMD width), chunks of blocks over the cores, one workspace per chunk.  Per block each input is loaded
+once (an input of one element, a scalar or a 0-d expansion, is broadcast into its rows once per
+chunk), every node runs on workspace rows, and each output is stored once: no temporary array, every
+intermediate in the workspace, whose rows a value frees after its last use.
 
-It runs the programs of one format (R, dtype) made of ``+``, ``-`` (safe or fast), ``*`` (truncated),
-``/``, ``sqrt`` and ``reciprocal`` (Newton), with or without ``renormalize``, and negation; anything
-else raises :class:`FuseError` naming the node's line (the planned routine, ``cpu="plan"``, runs every
-program).
+Each node runs the engine's own compiled code for its operation, so the bits are those of op by op:
+
+* ``+ - *`` by the safe, fast or truncated algorithms, with or without the renormalization, and the
+  Newton reciprocal, division and square root (with the Newton renormalizer of the dispatch):
+  ``fused.operation_block``, the function the engine's loop runs for every operation (``x - y`` is
+  ``x + (-y)``, y's sign flipped as the engine flips it when it loads y; a divisor given as floats
+  whose terms past the first are all zero takes the one-term division, decided per call on the whole
+  array as :func:`expansions.operations.binary` decides it);
+* negation (the sign flipped);
+* at R = 2 the library's double-word defaults (``+ - * /`` and sqrt, ``expansions.dw.R2_DEFAULTS``,
+  renormalized or not): ``fused_dw.rows_block``, the engine's R = 2 loop on a block's rows.
+
+Programs of one format (R, dtype) made of these nodes run; anything else raises :class:`FuseError`
+naming the node's line (the planned routine, ``cpu="plan"``, runs every program).
+
+Nothing is compiled per program: the program is a table of instructions, and the loop that runs
+every table is compiled once per dtype and kept in numba's cache on disk (``python -m expansions
+warm`` compiles it ahead), so a new program, in this process or another, runs at once.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-
 import numpy as np
 
 from .. import dispatch
+from .. import engine as _engine
 from ..bounds import newton_steps
+from ..dw import R2_DEFAULTS
 from ..formats import format_of
 from ..promote import operand_terms
 from .cpu import Plan, _flat
 from .trace import FuseError, Graph
 
-_ALGORITHMS = ("safe", "fast", "truncated", "newton", "reciprocal")
+_GENERAL = ("safe", "fast", "truncated", "newton", "reciprocal")
 _OPS = ("add", "sub", "mul", "div", "reciprocal", "sqrt")
+_KIND = {"add": "add", "sub": "add", "mul": "mul", "div": "div", "sqrt": "sqrt"}
+#: Instructions and operations of :mod:`expansions.engine.program` and :mod:`expansions.engine.fused`
+#: (their numbers, which are those modules' constants: ``tests/test_fuse.py`` checks it).
+SPLAT, LOAD, STORE, NEGATE, OPERATION, DOUBLE_WORD = range(6)
+WIDTH = 8
+ADD_SAFE, ADD_FAST, MUL, RENORMALIZE, RECIPROCAL, DIV, SQRT = range(7)
+#: The double-word operations the loop runs, as :data:`expansions.engine.program.VARIANTS` lists them.
+VARIANTS = ((R2_DEFAULTS["add"], 0, True), (R2_DEFAULTS["add"], 0, False), (R2_DEFAULTS["mul"], 1, True),
+            (R2_DEFAULTS["mul"], 1, False), (R2_DEFAULTS["div"], 2, True), (R2_DEFAULTS["div"], 2, False),
+            (R2_DEFAULTS["sqrt"], 3, False))
 
 
 def _refuse(node, why):
@@ -49,6 +67,8 @@ def loop_format(graph: Graph, wanted) -> tuple:
     """(R, dtype name) of the loop of the nodes ``wanted``; FuseError for what it cannot run."""
     nodes = graph.nodes
     exps = [nodes[i] for i in wanted if nodes[i].kind == "exp"]
+    if not exps:
+        raise FuseError("expansions.fuse(cpu='loop'): the program computes no expansion")
     for n in exps:
         if n.fmt != exps[0].fmt:
             _refuse(n, f"a loop has one format; this graph mixes {exps[0].fmt} and {n.fmt}")
@@ -58,103 +78,82 @@ def loop_format(graph: Graph, wanted) -> tuple:
         if n.op in ("input", "const", "promote", "negative"):
             continue
         if n.op not in _OPS:
-            _refuse(n, "a loop runs + - * /, sqrt, reciprocal and negation; use cpu='plan' (the default) for "
-                       "this program")
+            _refuse(n, "a loop runs + - * /, sqrt, reciprocal and negation; use cpu='plan' for this program")
         alg = _algorithm(n, R)
-        if alg not in _ALGORITHMS:
-            _refuse(n, f"a loop runs the safe, fast, truncated and Newton algorithms, not {alg!r} (R = 2 "
-                       "defaults to the double-word algorithms: pass method=)")
+        if alg not in _GENERAL and alg != R2_DEFAULTS[_KIND[n.op]]:
+            _refuse(n, f"a loop runs the safe, fast, truncated and Newton algorithms and the default double-word "
+                       f"ones, not {alg!r} (use cpu='plan' for this program)")
     return exps[0].fmt
 
 
-def loop_source(graph: Graph, wanted, inputs, outputs, single=(), narrow=()) -> tuple:
-    """(function name, Python source) of the loop computing ``wanted`` from the arrays of ``inputs``
-    (node ids, (count, R) terms, or (1, R) for those in ``single``: one element, broadcast) into
-    ``outputs`` (node ids).  ``narrow``: the divisions whose divisor, given as floats, has one term
-    (the one-term Newton division, as :func:`expansions.operations.binary` decides per call)."""
+def loop_code(graph: Graph, wanted, inputs, outputs, single=(), narrow=()) -> tuple:
+    """(instructions, rows of values) of the loop computing ``wanted`` from the arrays ``inputs``
+    (node ids: (count, R) terms, or (1, R) for those in ``single``: one element, broadcast) into the
+    arrays ``outputs`` (node ids), numbered in that order (inputs, then outputs).  ``narrow``: the
+    divisions whose divisor, given as floats, has one term (the one-term Newton division, as
+    :func:`expansions.operations.binary` decides per call).  See :mod:`expansions.engine.program`."""
     R, _ = loop_format(graph, wanted)
     nodes = graph.nodes
-    arrays = [f"in{k}" for k in range(len(inputs))] + [f"out{k}" for k in range(len(outputs))]
-    name = "program_" + hashlib.sha256(repr((graph.signature()[0], tuple(wanted), tuple(inputs),
-                                             tuple(outputs), tuple(single), tuple(narrow))).encode()).hexdigest()[:16]
-    head = [f"def {name}({', '.join(arrays)}, count, steps, kmin, kmax):",
-            "    dt = in0.dtype",
-            "    blocks = (count + BLOCK - 1) // BLOCK",
-            "    for b in prange(blocks):",
-            f"        s = np.empty({R}, dt)",
-            f"        e = np.empty({R}, dt)",
-            f"        ep = np.empty({R}, dt)",
-            f"        cur = np.empty({R}, dt)",
-            f"        srt = np.empty({R}, dt)",
-            f"        ws = np.empty((14, {R}), dt)"]
-    body = []
-    value = {}
+    last = {}
+    for i in wanted:
+        for a in nodes[i].args:
+            last[a] = i
+    slots, free, where = [0], [], {}  # values of R rows: slots used, free slots, each value's slot
+
+    def take() -> int:
+        if free:
+            return free.pop()
+        slots[0] += 1
+        return slots[0] - 1
+
+    def row(i) -> int:
+        return where[i] * R
+
+    code = []
     for k, i in enumerate(inputs):
-        value[i] = f"in{k}[0]" if i in single else f"in{k}[i]"
+        where[i] = take()
+        code.append((SPLAT if i in single else LOAD, k, row(i)))
+    store = {i: len(inputs) + k for k, i in enumerate(outputs)}
     for i in wanted:
         n = nodes[i]
-        if i in value or n.op in ("input", "const"):  # float constants enter through their promotions
+        if i in where or n.op in ("input", "const"):  # float constants enter through their promotions
             continue
-        head.append(f"        v{i} = np.empty({R}, dt)")
-        x = value[n.args[0]]
+        where[i] = take()
+        x = row(n.args[0])
         if n.op == "negative":
-            body.append(f"            for k in range({R}):")
-            body.append(f"                v{i}[k] = -{x}[k]")
-        elif _algorithm(n, R) in ("newton", "reciprocal"):  # the engine's Newton rows (engine.newton)
-            target = f"r{i}" if n.params[1] else f"v{i}"
-            if n.params[1]:
-                head.append(f"        r{i} = np.empty({R}, dt)")
-            if n.op == "div":
-                m = 1 if i in narrow else R
-                body.append(f"            newton_div_row({x}, {R}, {value[n.args[1]]}, {m}, {R}, steps, kmin, kmax, "
-                            f"{target}, ws)")
-            else:
-                fn = "newton_sqrt_row" if n.op == "sqrt" else "newton_reciprocal_row"
-                body.append(f"            {fn}({x}, {R}, {R}, steps, kmin, kmax, {target}, ws)")
-            if n.params[1]:  # dispatch's Newton renormalizer: renormalize, keep the kernel's zero results
-                body.append(f"            renormalize_row(r{i}, {R}, {R}, v{i}, cur, srt, e)")
-                body.append(f"            if r{i}[0] == 0 and v{i}[0] == 0:")
-                body.append(f"                for k in range({R}):")
-                body.append(f"                    v{i}[k] = r{i}[k]")
+            code.append((NEGATE, x, row(i)))
         else:
-            y = value[n.args[1]]
-            alg = dispatch.method(n.op, n.params[0], R)
-            target = f"r{i}" if n.params[1] else f"v{i}"
-            if n.params[1]:
-                head.append(f"        r{i} = np.empty({R}, dt)")
-            if alg == "truncated":
-                body.append(f"            mul_row({x}, {R}, {y}, {R}, {R}, {target}, s, e, ep)")
+            alg = _algorithm(n, R)
+            renormalize = bool(n.params[1])
+            if alg not in _GENERAL:  # R = 2: the double-word default (the square root is not renormalized)
+                kind = ("add", "mul", "div", "sqrt").index(_KIND[n.op])
+                variant = VARIANTS.index((alg, kind, renormalize and n.op != "sqrt"))
+                y = x if n.op == "sqrt" else row(n.args[1])
+                code.append((DOUBLE_WORD, variant, x, y, int(n.op == "sub"), row(i)))
+            elif n.op in ("reciprocal", "sqrt"):
+                code.append((OPERATION, RECIPROCAL if n.op == "reciprocal" else SQRT, x, R, x, R, renormalize, row(i)))
+            elif n.op == "div":
+                code.append((OPERATION, DIV, x, R, row(n.args[1]), 1 if i in narrow else R, renormalize, row(i)))
             else:
-                negy = n.op == "sub"
-                body.append(f"            add_{alg}_row({x}, {R}, {y}, {R}, {negy}, {R}, {target}, s, e)")
-            if n.params[1]:
-                body.append(f"            renormalize_row(r{i}, {R}, {R}, v{i}, cur, srt, e)")
-        value[i] = f"v{i}"
-    for k, i in enumerate(outputs):
-        body.append(f"            for k in range({R}):")
-        body.append(f"                out{k}[i, k] = {value[i]}[k]")
-    loop = ["        for i in range(b * BLOCK, min(count, (b + 1) * BLOCK)):"]
-    return name, "\n".join(head + loop + body) + "\n"
-
-
-_LOOPS: dict = {}  # source: the compiled function
-
-
-def compiled(name: str, source: str):
-    """The numba-compiled loop of ``source`` (compiled once per source in this process)."""
-    if source not in _LOOPS:
-        from numba import njit, prange  # optional dependency: the loop is numba's, like the engine
-
-        kernels = importlib.import_module("expansions.engine.kernels")  # needs numba, as the engine does
-        scope = {"np": np, "prange": prange, "BLOCK": kernels.BLOCK, "add_safe_row": kernels.add_safe_row,
-                 "add_fast_row": kernels.add_fast_row, "mul_row": kernels.mul_row,
-                 "renormalize_row": kernels.renormalize_row}
-        newton = importlib.import_module("expansions.engine.newton")
-        scope.update(newton_div_row=newton._div, newton_sqrt_row=newton._sqrt,
-                     newton_reciprocal_row=newton._reciprocal)
-        exec(compile(source, f"<expansions.fuse loop {name}>", "exec"), scope)
-        _LOOPS[source] = njit(error_model="numpy", parallel=True)(scope[name])
-    return _LOOPS[source]
+                y = row(n.args[1])
+                if n.op == "sub":  # x + (-y): y's sign flipped, as the engine flips it when it loads y
+                    tmp = take()
+                    code.append((NEGATE, y, tmp * R))
+                    free.append(tmp)
+                    y = tmp * R
+                op = {"safe": ADD_SAFE, "fast": ADD_FAST, "truncated": MUL}[alg]
+                code.append((OPERATION, op, x, R, y, R, renormalize, row(i)))
+        if i in store:
+            code.append((STORE, row(i), store[i]))
+        for a in set(n.args):
+            if last.get(a) == i and a not in single:
+                free.append(where.pop(a))
+        if i not in last:  # an output that no other node reads
+            free.append(where.pop(i))
+    table = np.zeros((len(code), WIDTH), dtype=np.int64)
+    for k, c in enumerate(code):
+        table[k, :len(c)] = c
+    return table, slots[0] * R
 
 
 class LoopPlan(Plan):
@@ -164,7 +163,8 @@ class LoopPlan(Plan):
 
     def __init__(self, graph: Graph, outputs: tuple, device: str):
         super().__init__(graph, outputs, device)
-        loop_format(graph, self.wanted)  # refuse what a loop cannot run now, at the first call
+        #: R: every expansion of the program has R terms (FuseError now for what a loop cannot run)
+        self.terms = loop_format(graph, self.wanted)[0]
 
     def _run(self, wanted: list, args):
         nodes = self.graph.nodes
@@ -192,10 +192,19 @@ class LoopPlan(Plan):
         narrow = tuple(i for i in wanted if nodes[i].one_term and _algorithm(nodes[i], R) == "newton"
                        and not bool((vals[nodes[i].args[1]][:, 1:] != 0).any()))
         results = [np.empty((count, R), dtype=dt) for _ in outs]
-        name, source = loop_source(self.graph, wanted, leaves, outs, tuple(single), narrow)
+        code, rows = self._code(tuple(wanted), tuple(leaves), tuple(outs), tuple(single), narrow)
         fmt = format_of(np.dtype(dt))
-        steps = np.array(newton_steps(R, fmt), dtype=np.int64)
-        with np.errstate(all="ignore"):
-            compiled(name, source)(*[vals[i] for i in leaves], *results, count, steps,
-                                   2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax)
+        _engine.run_program(code, [vals[i] for i in leaves] + results, R, rows, count, self._steps(R, fmt),
+                            2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax)
         return dict(zip(outs, results)), shape
+
+    def _steps(self, R, fmt):
+        if "_newton_steps" not in self.__dict__:
+            self._newton_steps = np.array(newton_steps(R, fmt), dtype=np.int64)
+        return self._newton_steps
+
+    def _code(self, *key):
+        memo = self.__dict__.setdefault("_codes", {})
+        if key not in memo:
+            memo[key] = loop_code(self.graph, *key)
+        return memo[key]
