@@ -133,13 +133,15 @@ def test_x_plus_y_reaches_the_backend_in_three_calls(R, cpu):
     import sys
 
     import expansions as ex
-    from expansions import backends, engine
+    from expansions import backends, dispatch, engine
 
     if cpu == "engine" and not engine.available():
         pytest.skip(engine.unavailable_reason())
     x, y = ex.random(4, terms=R, seed=1), ex.random(4, terms=R, seed=2)
     be = backends.set_cpu_backend(cpu)
     kernel = be.add_safe if R > 2 else be.dw_binary
+    if R == 2 and be.dw_direct is not None:  # the engine: the direct entry to its double-word loop
+        kernel = be.dw_direct(dispatch.method("add", "auto", 2))
     here, depth = sys._getframe().f_code, []
 
     def profile(frame, event, arg):
