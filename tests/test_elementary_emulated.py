@@ -4,15 +4,15 @@ by g++ against the warp emulator (tests/emulation), against their twins (expansi
 Each (R, dtype) is compiled once with all 17 functions in one library.  Every function runs on random
 arguments over its domain (random tails: every term is used) and on special values: zeros of both
 signs, infinities, NaN (leading and in the tail), domain errors, the overflow and underflow edges,
-huge trigonometric arguments (1e300, 2^1023), arguments at the branch thresholds.  The result must be
-the twin's, bit for bit.  The emulator checks that every collective is reached by the whole warp, so
-the per-group branches (the twin's per-row branches) are also checked to keep the warp uniform.
+huge trigonometric arguments (1e300, 2^1023), arguments at the branch thresholds (both from
+:mod:`tools.gpu.inputs`, which the GPU runbook draws from too).  The result must be the twin's, bit for
+bit.  The emulator checks that every collective is reached by the whole warp, so the per-group
+branches (the twin's per-row branches) are also checked to keep the warp uniform.
 """
 
 from __future__ import annotations
 
 import ctypes
-import math
 import shutil
 
 import numpy as np
@@ -22,7 +22,7 @@ from helpers import emulated_library
 from expansions.cpu import elementary as E
 from expansions.cuda import build as B
 from expansions.cuda.elementary import table
-from expansions.generate import random_terms
+from tools.gpu.inputs import elementary_domain, elementary_specials
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
 
@@ -65,106 +65,13 @@ def run(lib, f, x, y, R, dtype, grid, block):
     return out
 
 
-def rows(values, R, dtype):
-    """Rows of R terms from tuples of leading terms (the rest zero)."""
-    out = np.zeros((len(values), R), dtype=dtype)
-    for i, v in enumerate(values):
-        v = v if isinstance(v, tuple) else (v,)
-        out[i, : len(v)] = v[:R]
-    return out
-
-
-def domain(f, count, R, dtype, rng):
-    """Random arguments (and second arguments) of f over its domain, every term used."""
-    dt = np.dtype(dtype)
-    f32 = dt == np.float32
-    seed = int(rng.integers(1 << 30))
-
-    def rand(lo, hi, s=0):
-        return random_terms(count, R, dtype=dt, seed=seed + s, exponent_range=(lo, hi))
-
-    y = None
-    if f == "exp":
-        x = rand(-12, 6 if f32 else 9)
-    elif f in ("expm1", "sinh", "cosh", "tanh"):
-        x = rand(-12, 5)
-    elif f in ("log", "log2", "log10"):
-        x = np.abs(rand(-30, 30) if f32 else rand(-60, 60))
-    elif f == "log1p":
-        x = np.where((np.arange(count) % 2 == 0)[:, None], np.abs(rand(-10, 4)), -np.abs(rand(-10, -1, 1)))
-    elif f in ("sin", "cos", "tan"):
-        x = rand(-10, 40)
-    elif f == "atan":
-        x = rand(-20, 20)
-    elif f in ("asin", "acos"):
-        x = rand(-20, -1)
-    elif f == "atan2":
-        x, y = rand(-10, 10), rand(-10, 10, 1)
-    else:  # pow: positive bases, and negative bases with integer exponents
-        x, y = np.abs(rand(-4, 4)), rand(-4, 3, 1)
-        neg = np.arange(count) % 3 == 0
-        x[neg] = -x[neg]
-        y[neg] = rows([float(v) for v in rng.integers(-6, 7, int(neg.sum()))], R, dt)
-    return np.ascontiguousarray(x), (None if y is None else np.ascontiguousarray(y))
-
-
 def specials(f, R, dtype):
     """Special and edge arguments of f (rows of R terms): every FEW[R]-th of them (the first five,
     zeros, infinity and NaN, always)."""
-    rx, ry = _specials(f, R, dtype)
+    rx, ry = elementary_specials(f, R, dtype)
     keep = np.arange(rx.shape[0])
     keep = keep[(keep < 5) | (keep % FEW[R] == 0)]
     return rx[keep], (None if ry is None else ry[keep])
-
-
-def _specials(f, R, dtype):
-    dt = np.dtype(dtype)
-    f32 = dt == np.float32
-    inf, nan = math.inf, math.nan
-    tiny = float(np.finfo(dt).smallest_subnormal)
-    big = float(np.finfo(dt).max)
-    e = float(np.finfo(dt).eps)
-    common = [0.0, -0.0, inf, -inf, nan, (1.0, nan), (0.5, inf), (-2.0, -inf), tiny, -tiny, big, -big,
-              (1.0, e * e / 4), (-1.0, -e * e / 4)]
-    th = E.thresholds(dt)
-    hi, lo, lim = float(th["exp_hi"]), float(th["exp_lo"]), float(th["hyp_limit"])
-    per = {
-        "exp": [hi, -hi, (hi, -e), lo, (lo, e), lo / 2, -700.0 if not f32 else -90.0, 88.0, 709.0, (0.5, e / 8)],
-        "expm1": [0.5, -0.5, (0.5, e / 8), 0.50000001, 1e-300 if not f32 else 1e-30, 40.0, -40.0, hi, -hi],
-        "log": [1.0, (1.0, -e / 4), 2.0, 0.5, math.sqrt(2), (math.sqrt(2), e), -1.0, 1e-310 if not f32 else 1e-40,
-                4.0**100 if not f32 else 2.0**100],
-        "log1p": [-1.0, (-1.0, -e / 4), (-1.0, e / 4), -0.5, 0.25, -0.25, 0.25000001, -2.0,
-                  1e-300 if not f32 else 1e-30, (0.25, -e / 8)],
-        "sin": [1e300 if not f32 else 1e38, -1e22 if not f32 else -1e30, 2.0**1023 if not f32 else 2.0**127,
-                float(th["quarter_pi"]), math.pi, (math.pi, 1.2246467991473532e-16), 1e-300 if not f32 else 1e-30,
-                2.0**52, 1e10, 1.5707963267948966],
-        "atan": [1.0, -1.0, (1.0, -e / 4), 1e300 if not f32 else 1e38, -1e-300 if not f32 else -1e-30, 2.0**60],
-        "asin": [1.0, -1.0, (1.0, e / 4), (1.0, -e / 4), (-1.0, -e / 4), (-1.0, e / 4), 1.5, -2.0, 0.5,
-                 1e-300 if not f32 else 1e-30],
-        "sinh": [0.5, -0.5, (0.5, e / 8), lim, -lim, (hi, e), -hi, hi + 1, 1e-300 if not f32 else 1e-30, 30.0],
-    }
-    per["expm1"] += [1e-320 if not f32 else 1e-44]
-    per["cos"] = per["tan"] = per["sin"]
-    per["acos"] = per["asin"]
-    per["cosh"] = per["tanh"] = per["sinh"]
-    per["log2"] = per["log10"] = per["log"]
-    if f == "atan2":
-        vals = [0.0, -0.0, inf, -inf, nan, 1.0, -1.0, (2.0, nan)]
-        ys = [a for a in vals for _ in vals]
-        xs = [b for _ in vals for b in vals]
-        ys += [1e300 if not f32 else 1e38, 1e-300 if not f32 else 1e-30, 1.0, -1e-300 if not f32 else -1e-30,
-               1e-300 if not f32 else 1e-30]
-        xs += [1e-300 if not f32 else 1e-30, -1e300 if not f32 else -1e38, (1.0, -e / 4), 1e300 if not f32 else 1e38,
-               1e300 if not f32 else 1e38]
-        return rows(ys, R, dt), rows(xs, R, dt)
-    if f == "pow":
-        xv = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, inf, -inf, nan, (1.0, e / 4)]
-        yv = [0.0, -0.0, 1.0, 3.0, -3.0, 2.0, 0.5, -0.5, inf, -inf, nan, (3.0, e)]
-        xs = [a for a in xv for _ in yv] + [10.0, 10.0, 0.1, -10.0]
-        ys = [b for _ in xv for b in yv] + [400.0 if not f32 else 50.0, -400.0 if not f32 else -50.0,
-                                            400.0 if not f32 else 50.0, 301.0 if not f32 else 39.0]
-        return rows(xs, R, dt), rows(ys, R, dt)
-    return rows(common + per[f], R, dt), None
 
 
 def _bits(a):
@@ -172,7 +79,7 @@ def _bits(a):
 
 
 def check(lib, f, R, dtype, rng, random_rows):
-    x, y = domain(f, random_rows, R, dtype, rng)
+    x, y = elementary_domain(f, random_rows, R, dtype, rng)
     sx, sy = specials(f, R, dtype)
     x = np.ascontiguousarray(np.concatenate([x, sx]))
     y = None if y is None else np.ascontiguousarray(np.concatenate([y, sy]))
@@ -209,7 +116,7 @@ def test_counts_that_are_not_whole_warps(tmp_path_factory):
     rng = np.random.default_rng(5)
     for f in ("exp", "sin", "atan2"):
         for count in (0, 1, 5, 9):
-            x, y = domain(f, count, 2, "float64", rng)
+            x, y = elementary_domain(f, count, 2, "float64", rng)
             got = run(lib, f, x, y, 2, "float64", 1 + count % 3, 32 * (1 + count % 2))
             want = E.atan2(x, y, 2) if f == "atan2" else getattr(E, f)(x, 2)
             assert np.array_equal(_bits(got), _bits(want)), (f, count)

@@ -29,6 +29,7 @@ import pytest
 from expansions import cuda
 from expansions.cpu import kernels as twin
 from expansions.generate import random_terms
+from tools.gpu.inputs import FAMILIES, family, skip_family
 
 pytestmark = [
     pytest.mark.gpu,
@@ -121,114 +122,13 @@ def _assert_same_bits(got, ref, x, y, what):
 
 
 # ---------------------------------------------------------------------------------------------
-# input families
-
-
-def _min_exponent(op, dtype):
-    return -450 if (op == "mul_truncated" and dtype == "float64") else None
-
-
-def _pair(op, dtype, n, m, count, seed, **kw):
-    kw.setdefault("min_exponent", _min_exponent(op, dtype))
-    x = random_terms(count, n, dtype, seed=seed, **kw)
-    y = random_terms(count, m, dtype, seed=seed + 1, **kw)
-    return x, y
-
-
-def _first_round_overlaps(x, R):
-    """Rows whose first renormalization round leaves overlapping terms (so that later rounds run)."""
-    srt = np.take_along_axis(x, np.argsort(-np.abs(x), axis=1, kind="stable"), axis=1)
-    k = x.shape[1]
-    e = np.empty_like(srt)
-    s = srt[:, k - 1].copy()
-    for i in range(k - 2, -1, -1):
-        s, e[:, i + 1] = twin.two_sum(srt[:, i], s)
-    e[:, 0] = s
-    return ~twin._adjacent_nonoverlapping(twin._vec_sum_err_branch(e, R))
-
-
-def family(name, op, dtype, n, m, R, count, seed):
-    """(x, y) of one family of inputs: x of n terms, y of m terms (y unused by unary operations)."""
-    dt = np.dtype(dtype)
-    rng = np.random.default_rng(seed)
-    big = 1023 if dt == np.float64 else 127
-    if name == "random":
-        return _pair(op, dtype, n, m, count, seed)
-    if name == "ulp_zero_same_sign":
-        return _pair(op, dtype, n, m, count, seed, p_ulp=0.3, p_zero=0.3, same_sign=True, max_gap=0)
-    if name == "wide_gaps":
-        return _pair(op, dtype, n, m, count, seed, max_gap=53 if dt == np.float64 else 24)
-    if name == "cancellation":  # y = -x + tiny
-        x, _ = _pair(op, dtype, n, m, count, seed)
-        y = np.zeros((count, m), dt)
-        k = min(n, m)
-        y[:, :k] = -x[:, :k]
-        tiny = random_terms(count, 1, dtype, seed=seed + 2, exponent_range=(-60, -30))[:, 0]
-        y[:, k - 1] = np.where(y[:, k - 1] == 0, tiny, y[:, k - 1] + tiny)
-        if op in ("sub_safe", "sub_fast"):
-            y = -y
-        return x, y
-    if name == "sterbenz":  # x0 and y0 of opposite signs within a factor 2
-        x, y = _pair(op, dtype, n, m, count, seed)
-        y[:, 0] = (-x[:, 0] * rng.uniform(0.5, 2.0, count)).astype(dt)
-        return x, y
-    if name == "arbitrary":  # any floats: unordered, overlapping, zeros and signed zeros
-        lim = 40 if dt == np.float64 else 20
-        x = (rng.standard_normal((count, n)) * np.exp2(rng.integers(-lim, lim, (count, n)))).astype(dt)
-        y = (rng.standard_normal((count, m)) * np.exp2(rng.integers(-lim, lim, (count, m)))).astype(dt)
-        x[rng.random(x.shape) < 0.1] = 0
-        y[rng.random(y.shape) < 0.1] = -0.0
-        return x, y
-    if name == "close_magnitudes":  # renormalization needs several rounds on some of these
-        pool = (rng.standard_normal((8 * count, n)) * np.exp2(rng.integers(-3, 3, (8 * count, n)))).astype(dt)
-        multi = _first_round_overlaps(pool, R)
-        x = np.ascontiguousarray(np.concatenate([pool[multi], pool[~multi]])[:count])
-        y = (rng.standard_normal((count, m)) * np.exp2(rng.integers(-3, 3, (count, m)))).astype(dt)
-        return x, y
-    if name == "nonfinite":
-        x, y = _pair(op, dtype, n, m, count, seed)
-        special = np.array([np.inf, -np.inf, np.nan], dtype=dt)
-        for a in (x, y):
-            hit = rng.random(a.shape) < 0.15
-            a[hit] = special[rng.integers(0, 3, hit.sum())]
-        return x, y
-    if name == "overflow":  # leading terms near the overflow threshold
-        lo = (big - 3) if op != "mul_truncated" else (big // 2 + 8)
-        return _pair(op, dtype, n, m, count, seed, exponent_range=(lo, lo + 3), min_exponent=None)
-    if name == "underflow":  # terms down to the subnormal floor (2Sum stays exact there)
-        lo = -1000 if dt == np.float64 else -100
-        return _pair(op, dtype, n, m, count, seed, exponent_range=(lo, lo + 20), min_exponent=None)
-    if name == "signed_zeros":
-        x = np.where(rng.random((count, n)) < 0.5, -0.0, 0.0).astype(dt)
-        y = np.where(rng.random((count, m)) < 0.5, -0.0, 0.0).astype(dt)
-        return x, y
-    raise ValueError(name)
-
-
-FAMILIES = (
-    "random",
-    "ulp_zero_same_sign",
-    "wide_gaps",
-    "cancellation",
-    "sterbenz",
-    "arbitrary",
-    "close_magnitudes",
-    "nonfinite",
-    "overflow",
-    "underflow",
-    "signed_zeros",
-)
-
-
-def _skip_family(name, op, dtype):
-    # float64 products below the underflow threshold: the twin's Dekker product may differ from FMA
-    return name == "underflow" and op == "mul_truncated" and dtype == "float64"
+# input families (tools/gpu/inputs.py: the GPU runbook's bitexact part draws the same ones)
 
 
 def _check_families(op, dtype, n, m, R, record_property, seed):
     total = 0
     for k, name in enumerate(FAMILIES):
-        if _skip_family(name, op, dtype):
+        if skip_family(name, op, dtype):
             continue
         x, y = family(name, op, dtype, n, m, R, FAMILY_COUNT, seed + 1000 * k)
         x = np.ascontiguousarray(x)
@@ -267,7 +167,7 @@ def test_renormalizing_kernel_equals_twin_then_renormalize(op, sizes, dtype, rec
     N, M, R = sizes
     total = 0
     for k, name in enumerate(FAMILIES):
-        if _skip_family(name, op, dtype):
+        if skip_family(name, op, dtype):
             continue
         x, y = family(name, op, dtype, N, M, R, FAMILY_COUNT, N * 37 + M * 5 + R + 1000 * k)
         x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)

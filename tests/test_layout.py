@@ -1,16 +1,18 @@
-"""The layout's invariants: no import circles among the project's modules, and imports inside
-functions only for the heavy optional dependencies (CuPy, matplotlib, numba, dask, ...), each with a
-comment on its line or the line before saying why."""
+"""The layout's invariants: no import circles among the project's modules (the package, the
+benchmarks, the papers' reproductions and the tools), imports inside functions only for the heavy
+optional dependencies (CuPy, matplotlib, numba, dask, ...), each with a comment on its line or the line
+before saying why, and no tool taking anything from tests/."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("expansions", "bench", "paper_repro")
+PACKAGES = ("expansions", "bench", "paper_repro", "tools")
 #: Optional or heavy third-party modules that may be imported inside a function.
 LAZY_ALLOWED = ("cupy", "cupyx", "matplotlib", "numba", "dask", "distributed", "tqdm", "flint", "gmpy2",
                 "xprec", "pytest", "tempfile", "subprocess")
@@ -89,6 +91,18 @@ def test_no_import_circles():
 def test_imports_inside_functions_only_for_optional_dependencies():
     _, lazy = _graph()
     assert not lazy, "\n".join(lazy)
+
+
+def test_tools_take_nothing_from_the_tests():
+    """The tools (the GPU runbook) import the package and each other, never a module of tests/, nor put
+    tests/ on the path: what the tests and the runbook share lives in tools/gpu/inputs.py."""
+    mods = _modules()
+    of_tests = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"tests"}
+    bad = [f"{path.relative_to(ROOT)}:{line}: import of {t}" for m, path in mods.items() if m.split(".")[0] == "tools"
+           for t, line, _ in _imports(m, path, mods) if t.split(".")[0] in of_tests]
+    bad += [f"{path.relative_to(ROOT)}: tests/ on sys.path" for m, path in mods.items() if m.split(".")[0] == "tools"
+            and re.search(r"sys\.path\.\w+\(.*tests", path.read_text())]
+    assert not bad, "\n".join(bad)
 
 
 @pytest.mark.parametrize("name", ["expansions.arraytype", "expansions.operations", "expansions.convert",

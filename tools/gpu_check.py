@@ -24,6 +24,11 @@ GPU_TEST_FILES = ("test_gpu.py", "test_gpu_newton.py", "test_gpu_reduce.py")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import numpy  # noqa: E402 - after the path set-up above
+
+from expansions import cuda  # noqa: E402
+from expansions.cuda import build  # noqa: E402
+
 RESULTS = ROOT / "paper_repro" / "results"
 
 
@@ -54,11 +59,7 @@ def _git(*args) -> str:
 
 
 def environment() -> dict:
-    import cupy
-    import numpy
-
-    from expansions import cuda
-    from expansions.cuda import build
+    import cupy  # optional dependency: present where a GPU was found
 
     dev = cupy.cuda.Device()
     return {
@@ -77,9 +78,7 @@ def environment() -> dict:
 
 
 def main(argv=None) -> int:
-    import pytest
-
-    from expansions import cuda
+    import pytest  # a test dependency, not the library's
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not cuda.available():

@@ -4,7 +4,7 @@
 What a part does on the CPU is run here exactly as the part runs it, at its sizes, and timed:
 
 * ``bitexact``: for each (family, R, dtype), the input sets and the engine's result
-  (:func:`gpu_parts.bitexact_cpu_side`), one thread (``NUMBA_NUM_THREADS=1``, as in the part's pool of
+  (:func:`tools.gpu.bitexact.bitexact_cpu_side`), one thread (``NUMBA_NUM_THREADS=1``, as in the part's pool of
   processes), in a fresh process reading a numba cache that other processes filled (as the compile
   pool fills it on the GPU machine: its cost is the compile estimate's);
 * ``elementary_compare_seconds``: for each (function, dtype) at R = 2, the same, one thread;
@@ -31,27 +31,31 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for _p in (str(ROOT), str(ROOT / "tools")):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+import numpy as np
 
-BUDGET = ROOT / "tools" / "gpu_budget"
-IMPORTS = "import numpy, expansions, expansions.backends, expansions.verify, bench.gpu, gpu_parts"
+from bench import dw_gpu
+from expansions import verify
+from expansions.generate import random_terms
+
+from . import bitexact, elementary, families, verification
+from .common import BUDGET, ROOT
+from .compilation import ENTRY as COMPILE_ENTRY
+
+#: What a part's process imports (``tools/gpu_run.py --run-part``).
+IMPORTS = "import numpy, expansions, expansions.backends, expansions.verify, bench.gpu, tools.gpu.run"
 
 
 def _measured(what: str, log) -> dict:
     """Warm numba's cache in one fresh process (as the compile pool does), then run
-    ``python tools/gpu_budget.py --what`` in another, reading that cache, as the parts' processes do."""
+    ``python -m tools.gpu.measure_cpu --what`` in another, reading that cache, as the parts' processes do."""
     with tempfile.TemporaryDirectory(prefix="expansions-numba-") as tmp:
         env = dict(os.environ, NUMBA_CACHE_DIR=tmp, PYTHONPATH=str(ROOT))
-        names = ["elementary"] if what == "elementary" else [f.name for f in _families()]  # the numba units
+        names = ["elementary"] if what == "elementary" else [f.name for f in families.families()]  # the numba units
         for name in names:
-            subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_compile.py"), "--warm", name], cwd=ROOT, env=env,
-                           check=True)
+            subprocess.run([sys.executable, str(COMPILE_ENTRY), "--warm", name], cwd=ROOT, env=env, check=True)
         out = Path(tmp) / "out.json"
         env["NUMBA_NUM_THREADS"] = "1"
-        p = subprocess.Popen([sys.executable, __file__, f"--{what}", str(out)], cwd=ROOT, env=env,
+        p = subprocess.Popen([sys.executable, "-m", "tools.gpu.measure_cpu", f"--{what}", str(out)], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in p.stdout:
             log(line.rstrip())
@@ -60,20 +64,12 @@ def _measured(what: str, log) -> dict:
         return json.loads(out.read_text())
 
 
-def _families():
-    import gpu_parts
-
-    return gpu_parts.families()
-
-
 def measure_bitexact(path: Path):
     """Each comparison's CPU side, one thread (as in the part's pool)."""
-    import gpu_parts
-
     res = {}
-    for fam, R, dtype in gpu_parts.bitexact_configs():
+    for fam, R, dtype in families.bitexact_configs():
         t0 = time.perf_counter()
-        gpu_parts.bitexact_cpu_side(fam, R, dtype, gpu_parts.random_rows(fam, R), gpu_parts.SPECIAL_ROWS)
+        bitexact.bitexact_cpu_side(fam, R, dtype, families.random_rows(fam, R), families.SPECIAL_ROWS)
         res[f"{fam.name} {R} {dtype}"] = round(time.perf_counter() - t0, 3)
         print(f"bitexact {fam.name} R={R} {dtype}: {res[f'{fam.name} {R} {dtype}']} s", flush=True)
     path.write_text(json.dumps(res))
@@ -81,12 +77,10 @@ def measure_bitexact(path: Path):
 
 def measure_elementary(path: Path):
     """Each comparison's CPU side, one thread (as in the part's pool)."""
-    import gpu_parts
-
     compare = {}
-    for f, dtype in gpu_parts.elementary_configs():
+    for f, dtype in elementary.elementary_configs():
         t0 = time.perf_counter()
-        gpu_parts.bitexact_cpu_side(gpu_parts.family(f), 2, dtype, gpu_parts.ELEMENTARY_COUNT, 0)
+        bitexact.bitexact_cpu_side(families.family(f), 2, dtype, elementary.ELEMENTARY_COUNT, 0)
         compare[f"{f} {dtype}"] = round(time.perf_counter() - t0, 3)
         print(f"elementary {f} {dtype}: comparison {compare[f'{f} {dtype}']} s (one thread)", flush=True)
     path.write_text(json.dumps({"compare": compare}))
@@ -94,8 +88,6 @@ def measure_elementary(path: Path):
 
 def main(only: str | None = None) -> int:
     """Measure everything (``only`` None), or only ``bitexact`` or ``elementary``, updating cpu.json."""
-    import numpy as np
-
     BUDGET.mkdir(parents=True, exist_ok=True)
     if only is not None:
         rec = json.loads((BUDGET / "cpu.json").read_text())
@@ -130,15 +122,11 @@ def main(only: str | None = None) -> int:
     starts = []
     for _ in range(3):
         t0 = time.perf_counter()
-        env = dict(os.environ, PYTHONPATH=f"{ROOT}:{ROOT}/tools")
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
         subprocess.run([sys.executable, "-c", IMPORTS], cwd=ROOT, env=env, check=True)
         starts.append(time.perf_counter() - t0)
     rec["process_start_seconds"] = round(statistics.median(starts), 2)
     log(f"process start (imports): {starts}")
-
-    from bench import dw_gpu
-    from expansions import verify
-    from expansions.generate import random_terms
 
     t0 = time.perf_counter()
     random_terms((1 << 20,), 8, "float64", seed=1)
@@ -149,13 +137,11 @@ def main(only: str | None = None) -> int:
     log(f"random_terms {rec['random_terms_seconds_per_term']:.3g} s/term, dw inputs "
         f"{rec['dw_inputs_seconds_per_number']:.3g} s/number")
 
-    import gpu_parts
-
     rates = {}
     with np.errstate(all="ignore"):
         verify.verify_one("add_safe", 2, "float64", 1000, 1, "engine")  # compile the engine first
-        for op in gpu_parts.VERIFY_OPS:
-            for R in gpu_parts.VERIFY_RS:
+        for op in verification.VERIFY_OPS:
+            for R in verification.VERIFY_RS:
                 n = 20_000
                 t0 = time.perf_counter()
                 row = verify.verify_one(op, R, "float64", n, 2016, "engine")
