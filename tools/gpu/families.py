@@ -243,7 +243,7 @@ def _program_family(name):
         return dev.to_host(out.terms)
 
     def cpu(R, x, y, z):
-        return ex.fuse(PROGRAMS[name])(*[ex.from_terms(a) for a in (x, y, z)]).terms
+        return ex.fuse(PROGRAMS[name], cpu="plan")(*[ex.from_terms(a) for a in (x, y, z)]).terms
 
     return Family(f"fuse_{name}", inputs, gpu, cpu, lambda R, dtype: [Unit("program", (name, R, dtype))],
                   doc=f"expansions.fuse of {name} (x * y + z): one generated CUDA kernel, against the fused CPU plan")
