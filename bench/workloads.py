@@ -405,6 +405,10 @@ ORDER = ("expansions", "expansions fused", "expansions all cores", "QD", "MPFR",
          "python-flint", "mpmath")
 
 
+#: why the missed goals are missed (written from the measurements; rendered under the goals)
+EXPLANATIONS = HERE / "workloads_explanations.json"
+
+
 def markdown(res: dict) -> str:
     env = res["environment"]
     lines = ["# Whole computations: the public API beside QD, MPFR, xprec, numpy-quaddtype, python-flint, mpmath", "",
@@ -440,6 +444,19 @@ def markdown(res: dict) -> str:
         lines.append(f"| {g['goal']} | {g['measured']} | {'met' if g['met'] else 'NOT met'} |")
     met = sum(g["met"] for g in res["goals"])
     lines += ["", f"{met} of {len(res['goals'])} goals met.", ""]
+    notes = json.loads(EXPLANATIONS.read_text()) if EXPLANATIONS.exists() else {}
+    said = []
+    for g in res["goals"]:
+        key = next((k for k in notes if not k.startswith("_") and k in g["goal"]), None)
+        if not g["met"] and key is not None and key not in said:
+            said.append(key)
+    missing = [g["goal"] for g in res["goals"] if not g["met"] and not any(k in g["goal"] for k in said)]
+    if said or missing:
+        lines += ["## Why the missed goals are missed", "",
+                  f"From `{EXPLANATIONS.relative_to(HERE.parent)}` (the developers' reading of the measurements):", ""]
+        lines += [f"- **{k}**: {notes[k]}" for k in said]
+        lines += [f"- **{g}**: no explanation written yet." for g in missing]
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -453,7 +470,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-small", dest="small", action="store_false",
                     help="leave out the scalars, small arrays and mixed operands")
     ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--render", action="store_true", help="write the .md again from the committed .json (no run)")
     args = ap.parse_args(argv)
+    if args.render:
+        stem = Path(args.out) / f"workloads_{device_slug()}"
+        Path(f"{stem}.md").write_text(markdown(json.loads(Path(f"{stem}.json").read_text())))
+        return 0
     args.terms = [int(v) for v in args.terms.split(",")]
     args.works = [w for w in args.works.split(",") if w]
     for w in args.works:
