@@ -9,11 +9,13 @@ import os
 
 import numpy as np
 import pytest
-from test_elementary_emulated import BINARY, FUNCTIONS, _specials, domain
+from test_elementary_emulated import BINARY, FUNCTIONS
 
 import expansions as ex
 from expansions import cuda
 from expansions.cpu import elementary as twin
+from tools.gpu.inputs import elementary_domain as domain
+from tools.gpu.inputs import elementary_specials as _specials
 
 pytestmark = [
     pytest.mark.gpu,
