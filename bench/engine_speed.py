@@ -9,8 +9,9 @@ ulp-nonoverlapping expansions (``expansions.generate.random_terms``):
   operation, its renormalization and the non-finite rule in one compiled loop over blocks of
   expansions on SIMD lanes).
 
-(Until issue 34 a third column, ``rows``, ran the engine's path before issue 28: the per-expansion row
-functions of ``engine/kernels.py`` and ``engine/newton.py``, a kernel pass then a renormalization pass.
+(Until the programs' loop moved onto the block engine, a third column, ``rows``, ran the engine's
+older path: the per-expansion row functions of ``engine/kernels.py`` and ``engine/newton.py``, a
+kernel pass then a renormalization pass.
 Those functions are retired, one compiled implementation per algorithm; the results files written
 before keep that column.)
 
