@@ -27,11 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -40,28 +38,11 @@ import expansions as ex
 from expansions.__main__ import device_slug, environment
 from expansions.programs import Program
 
+from .fuse import _interleaved_times
 from .workloads import horner, lorenz
 
 PROGRAMS = {"x*y + z": (lambda x, y, z: x * y + z, 3, 1.0), "Horner degree 20": (lambda x: horner(x, None), 1, 1.0),
             "Lorenz RK4, 10 steps": (lambda x, y: lorenz(x, y), 2, 0.1)}
-
-
-def _interleaved(fs, repeats, budget=0.05):
-    """Median seconds per call of each function, samples interleaved (see the module docstring)."""
-    calls = []
-    for f in fs:
-        f()
-        t = time.perf_counter()
-        f()
-        calls.append(max(1, int(budget / max(time.perf_counter() - t, 1e-7))))
-    samples = [[] for _ in fs]
-    for _ in range(repeats):
-        for f, k, out in zip(fs, calls, samples):
-            t = time.perf_counter()
-            for _ in range(k):
-                f()
-            out.append((time.perf_counter() - t) / k)
-    return [statistics.median(s) for s in samples], samples
 
 
 def _bits(v):
@@ -77,8 +58,8 @@ def measure(name, R, n, repeats):
     ops = sum(1 for node in graph.nodes if node.op not in ("input", "const", "promote"))
     with np.errstate(all="ignore"):
         same = _bits(fn(*args)) == _bits(plan(*args)) == _bits(loop(*args))
-        (t_op, t_plan, t_loop), raw = _interleaved([lambda: fn(*args), lambda: plan(*args), lambda: loop(*args)],
-                                                   repeats)
+        timed = _interleaved_times([lambda: fn(*args), lambda: plan(*args), lambda: loop(*args)], repeats)
+        (t_op, t_plan, t_loop), raw = [t for t, _, _ in timed], [s for _, s, _ in timed]
     return {"program": name, "R": R, "n": n, "operations": ops, "op_by_op_ms": 1e3 * t_op, "plan_ms": 1e3 * t_plan,
             "loop_ms": 1e3 * t_loop, "samples_s": raw, "loop_vs_plan": t_plan / t_loop,
             "loop_vs_op_by_op": t_op / t_loop, "bits_equal": same}

@@ -431,10 +431,17 @@ def _divmod_exact(a, b, q, r, rows, fmt):
 def floor_divide(x, y):
     """``x // y``: the exact floor of x / y rounded to R terms (see :func:`_divmod`); a power-of-two
     divisor is an exact scaling."""
-    p2 = _power_of_two(y) if isinstance(x, ExpansionArray) else None
-    if p2 is not None and 2.0**-100 <= abs(p2) <= 2.0**100:
+    p2 = _scaling_divisor(x, y)
+    if p2 is not None:
         return floor(binary("mul", x, 1.0 / p2))  # an exact scaling (barring underflow)
     return _divmod(x, y, False)[0]
+
+
+def _scaling_divisor(x, y) -> float | None:
+    """y as a float where ``x // y`` is the floor of an exact scaling of the expansion x (y a power of
+    two between 2**-100 and 2**100), else None."""
+    p2 = _power_of_two(y) if isinstance(x, ExpansionArray) else None
+    return p2 if p2 is not None and 2.0**-100 <= abs(p2) <= 2.0**100 else None
 
 
 def remainder(x, y):

@@ -35,8 +35,10 @@ from .backends import for_terms, xp_of
 from .elementary import pow as _pow
 from .elementwise import (
     _canonical,
+    _divmod,
     _integer_part,
     _nonfinite_value,
+    _scaling_divisor,
     _signed_zero_extremum,
     floor_divide,
     isnan,
@@ -159,8 +161,10 @@ def modf(x):
 
 def divmod_(x, y):
     """``np.divmod``: (``x // y``, ``x % y``), the pair of :func:`expansions.elementwise.floor_divide`
-    and :func:`expansions.elementwise.remainder` (their stated accuracy)."""
-    return floor_divide(x, y), remainder(x, y)
+    and :func:`expansions.elementwise.remainder` (their stated accuracy), computed once."""
+    if _scaling_divisor(x, y) is not None:  # floor_divide's exact scaling; the remainder as remainder's
+        return floor_divide(x, y), remainder(x, y)
+    return _divmod(x, y, False)
 
 
 def _integer_exponents(n, what):
@@ -186,11 +190,14 @@ def ldexp(x, n):
         s = xp.ldexp(t, ee.astype(xp.int32))
         flat = xp.ascontiguousarray(s).reshape(-1, x.nterms)
         out = for_terms(flat).renormalize(flat, x.nterms)
-        # a zero result (a zero, or every term scaled below the range) keeps the value's sign
-        lead = _sign_values(ExpansionArray(xp.ascontiguousarray(t).reshape(-1, x.nterms)))
-        negative_value = (lead < 0) | (lead == 0) & xp.signbit(flat[:, 0])
-        zero = (out == 0).all(axis=-1)
-        out[:, 0] = xp.where(zero, xp.where(negative_value, -xp.zeros_like(out[:, 0]), 0), out[:, 0])
+        # a zero result (a zero, or every term scaled below the range) keeps the value's sign (the
+        # value's sign computed for those rows only)
+        zero = xp.nonzero((out == 0).all(axis=-1))[0]
+        if zero.shape[0]:
+            rows = xp.ascontiguousarray(xp.ascontiguousarray(t).reshape(-1, x.nterms)[zero])
+            lead = _sign_values(ExpansionArray(rows))
+            negative_value = (lead < 0) | (lead == 0) & xp.signbit(rows[:, 0])
+            out[zero, 0] = xp.where(negative_value, -xp.zeros_like(lead), xp.zeros_like(lead))
     return ExpansionArray(out.reshape(s.shape))
 
 

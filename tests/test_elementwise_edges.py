@@ -294,3 +294,19 @@ def test_ldexp_keeps_signs_and_reads_non_finite_rows_by_the_rule():
     # fmax, copysign: a non-finite row comes out as the rule writes it, (value, 0)
     assert np.array_equal(np.fmax(odd, 1.0).terms[:2], np.array([[np.inf, 0], [1.0, 0]]))
     assert np.array_equal(np.copysign(odd, -1.0).terms[:2], np.array([[-np.inf, 0], [-np.inf, 0]]))
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_divmod_is_floor_divide_and_remainder(R):
+    """np.divmod computes both at once: the bits of x // y and x % y, on random, special and huge
+    quotients and for a power-of-two divisor (floor_divide's exact scaling)."""
+    x = ex.random((60,), terms=R, seed=R, exponent_range=(-30, 300))
+    y = ex.random((60,), terms=R, seed=R + 1, exponent_range=(-30, 30))
+    x = ex.concatenate([x, ex.array(SPECIAL * len(SPECIAL), terms=R)])
+    y = ex.concatenate([y, ex.array([v for v in SPECIAL for _ in SPECIAL], terms=R)])
+    with np.errstate(all="ignore"):
+        for d in (y, 0.25, -8.0, 3.0):
+            q, r = np.divmod(x, d)
+            assert np.array_equal(q.terms, (x // d).terms, equal_nan=True)
+            assert np.array_equal(r.terms, (x % d).terms, equal_nan=True)
+            assert np.array_equal(np.signbit(q.terms), np.signbit((x // d).terms))
