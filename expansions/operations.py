@@ -167,9 +167,9 @@ def _plain_scalar(v, like, op):
         return None
     if op == "div" and like.shape[-1] > 2:
         return None
-    t = np.zeros(like.shape, np.float64)  # the promotion's one float64 term, the others zero
-    t[..., 0] = _scalar_terms(v, like.shape[-1], like.dtype)[0]  # (a broadcast assignment of the R
-    return t  # terms into every row cost 2.6x the time of x * y at R = 2)
+    t = np.zeros(like.shape, np.float64)  # the promotion's one float64 term, the others zero (not a
+    t[..., 0] = _scalar_terms(v, like.shape[-1], like.dtype)[0]  # broadcast assignment of R terms into
+    return t  # every row, which doubled the time of x * 1.5 at R = 2: bench.workloads' mixed operands)
 
 
 @implements("binary")
