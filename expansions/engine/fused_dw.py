@@ -22,9 +22,11 @@ How a loop gets the twins' bits and still vectorizes: a block of rows runs two p
    where an operand is not a double word (``RN(x0 + x1) != x0``), a division's or square root's
    operand lies near the underflow threshold, an operand word, the leading-term IEEE result or an
    output word is not finite, where the result is zero (its sign is the rule's), or where
-   ``RN(h + lo) != h`` (:func:`_flag`).  Where that count is not zero the block runs the fast pass
-   again with its operands made double words by selects (:func:`_double_word_select`), which counts
-   the rows flagged for the other reasons.
+   ``RN(h + lo) != h`` (:func:`_flag`).  Where that count is not zero and some operand of the block
+   is not a double word, the block runs the fast pass again with its operands made double words by
+   selects (:func:`_double_word_select`), which counts the rows flagged for the other reasons (a
+   block of double words whose rows are flagged for those reasons alone, a NaN or a zero result,
+   goes straight to the exact pass).
 2. Only when that count is not zero: those rows again, by the twins' operations (each operand made
    a double word, the FMA and two-product emulations, :func:`_exact_row`), with the non-finite rule
    and the full ``renormalize_pair``.
@@ -194,8 +196,8 @@ def _flag(kind, renormalize, check, x0, x1, y0, y1, h, lo):
     bad |= h == 0  # a zero result: its sign is the rule's (the exact pass)
     if renormalize:
         bad |= (h + lo) != h
-    if kind >= 2:
-        bad |= (abs(sx) < _scaling(sx)[0]) & (sx != 0)
+    if kind >= 2:  # (a zero sx flags too: harmless, its result is zero or not finite, flagged anyway)
+        bad |= abs(sx) < _scaling(sx)[0]
     return bad
 
 
@@ -379,8 +381,9 @@ def _block(op, kind, renormalize, x, y, out, negate, dirty):
     and ``renormalize`` are compile-time constants (``literally``): the fast pass has no branch left,
     and LLVM vectorizes it (``tests/test_engine_fused_dw.py`` checks the machine code).  The fast pass
     reads the operands as they are and also flags the rows where one is not a double word; a block
-    with flagged rows runs the fast pass again with the operands made double words by selects
-    (``fix``), and only the rows that one still flags run the exact pass.  ``dirty``: the block
+    with flagged rows and an operand that is not a double word (:func:`_not_double_words`) runs the
+    fast pass again with the operands made double words by selects (``fix``), and only the rows that
+    one still flags run the exact pass.  ``dirty``: the block
     before needed ``fix``; then this one is checked first (:func:`_not_double_words`, a vectorized
     pass) and runs one fast pass, with ``fix`` or not (double words alone never pay the check; the
     speed on draws of ``expansions.random``, a fifth of which are not double words:
@@ -398,7 +401,7 @@ def _block(op, kind, renormalize, x, y, out, negate, dirty):
             flagged = _fast_pass(op, kind, renormalize, False, x, y, out, negate)
     else:
         flagged = _fast_pass(op, kind, renormalize, False, x, y, out, negate)
-        if flagged:  # again with the operands made double words
+        if flagged and _not_double_words(kind, x, y, m) > 0:  # again with the operands made double words
             dirty = True
             flagged = _fast_pass(op, kind, renormalize, True, x, y, out, negate)
     if flagged:  # the rows still flagged, exactly
