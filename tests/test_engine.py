@@ -30,7 +30,10 @@ from helpers import DTYPES, RS, bits, failure_table
 
 pytest.importorskip("numba", reason="the compiled CPU engine needs numba")
 
+from numba.core import config as numba_config  # noqa: E402
+
 import expansions.engine as E  # noqa: E402
+import expansions.engine.kernels as EK  # noqa: E402
 from expansions.cpu import kernels as TK  # noqa: E402
 from expansions.cpu import newton as TN  # noqa: E402
 from expansions.cpu import reduce as TR  # noqa: E402
@@ -677,3 +680,21 @@ def test_simd_fma(dtype):
     out = np.zeros(L, dtype)
     lanes(np.full(L, a), np.full(L, b), np.full(L, c), out)
     assert (out == -(2.0 ** (-2 * k))).all() and out.dtype == np.dtype(dtype)
+
+
+def test_stale_cache_is_cleared_when_the_sources_change(tmp_path, monkeypatch):
+    """The engine's functions inline each other across modules, which numba's per-file check misses:
+    a stamp of every source sits beside the cache, and on a mismatch the engine's cache files go
+    (another package's stay); with the stamp current nothing is removed."""
+    monkeypatch.setattr(numba_config, "CACHE_DIR", str(tmp_path))
+    EK.clear_stale_cache()
+    (folder,) = {p.parent for p in tmp_path.rglob("expansions-engine.stamp")}
+    assert (folder / "expansions-engine.stamp").read_text() == EK.source_stamp()
+    ours, theirs = folder / "fused.operation_block-900.py311.nbi", folder / "other.f-1.py311.nbi"
+    ours.write_text("x")
+    theirs.write_text("x")
+    assert not EK.clear_stale_cache() and ours.exists()  # the stamp is current: kept
+    (folder / "expansions-engine.stamp").write_text("an older source")
+    assert EK.clear_stale_cache()
+    assert not ours.exists() and theirs.exists()
+    assert (folder / "expansions-engine.stamp").read_text() == EK.source_stamp()

@@ -19,16 +19,75 @@ dtype.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 from numba import njit, types
+from numba.core.caching import FunctionCache
 from numba.extending import overload
 
 #: Options of every compiled function: no fastmath (IEEE operations, no contraction), IEEE division.
 OPTIONS = {"cache": True, "error_model": "numpy"}
 #: Options of the parallel kernels (a ``prange`` over blocks of expansions).
 PARALLEL = {**OPTIONS, "parallel": True}
+
+
+# ---------------------------------------------------------------------------------------------
+# the disk cache kept true to the sources
+
+
+_HERE = Path(__file__).resolve().parent
+#: The sources whose code the compiled functions hold: every module of the engine (they call and
+#: inline each other) and the tables they read at compile time.
+_SOURCES = (*sorted(_HERE.glob("*.py")), _HERE.parent / "formats.py", _HERE.parent / "dw" / "__init__.py")
+
+
+def _stamp_anchor():
+    """A function of this module: numba's cache locator gives the engine's cache folder for it."""
+
+
+def source_stamp() -> str:
+    """A digest of :data:`_SOURCES`."""
+    digest = hashlib.sha256()
+    for path in _SOURCES:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def clear_stale_cache() -> bool:
+    """Remove the engine's cached machine code when the sources changed since it was written; whether
+    it removed any.  numba checks a cached function against its own file only, but the engine's
+    functions inline each other across modules: after an edit of ``fused.py`` alone, the cached program
+    loop of ``program.py`` would still run the old ``operation_block`` (a checkout updated in place, an
+    edit during development).  A stamp of every source (:func:`source_stamp`) sits beside the cache;
+    on a mismatch the engine's cache files go (each function compiles again once).  Nothing happens
+    where the cache folder cannot be written (numba then keeps no cache either)."""
+    try:
+        folder = Path(FunctionCache(_stamp_anchor)._cache_path)
+        stamp = folder / "expansions-engine.stamp"
+        want = source_stamp()
+        if stamp.exists() and stamp.read_text() == want:
+            return False
+        modules = {p.stem for p in _HERE.glob("*.py")}
+        removed = False
+        for f in folder.glob("*.nb[ic]") if folder.is_dir() else ():
+            if f.name.split(".")[0] in modules:
+                f.unlink(missing_ok=True)
+                removed = True
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"expansions-engine.stamp.{os.getpid()}"
+        tmp.write_text(want)
+        os.replace(tmp, stamp)  # atomic: processes importing at once see one stamp or the other
+        return removed
+    except (OSError, AttributeError, TypeError):  # a read-only install, or a numba without this locator
+        return False
+
+
+clear_stale_cache()
 
 
 # ---------------------------------------------------------------------------------------------
