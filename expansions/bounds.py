@@ -17,21 +17,10 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .bound_type import Bound
+from .dw import bounds as _dw_bounds
 from .formats import FLOAT32, FLOAT64, Format, effective_bits, nominal_bits, tiny_format
 from .reference.fp import exact, ulp
-
-
-@dataclass(frozen=True)
-class Bound:
-    value: Fraction  # the bound, relative to `relative_to`
-    relative_to: str  # the quantity the error is divided by
-    source: str  # where the bound is proven
-    hypotheses_hold: bool = True  # whether the proof's hypotheses hold for these sizes
-    note: str = ""
-
-    @property
-    def log2(self) -> float:
-        return math.log2(self.value.numerator) - math.log2(self.value.denominator)
 
 
 def _pow2(k: int) -> Fraction:
@@ -101,10 +90,12 @@ def mul_underflow_term(R: int, fmt: Format) -> Fraction:
 #
 # The algorithms are in expansions/cpu/newton.py (twins) and expansions/cuda/newton.cuh: the
 # operands are scaled by powers of two so that their leading term lies in [1, 2) (in [1, 4) for the
-# square root), the iteration runs on numbers of order 1 with the number of terms doubling at each
-# step (2, 4, 8, ..., capped at R; CAMPARY's scheme, Joldes, Muller, Popescu, ASAP 2014), every
-# product is the truncated parallel multiplication and every sum the safe parallel addition, each
-# followed by the error-free renormalization, and the result is scaled back.  The bounds below
+# square root), the iteration starts from a double word (the reciprocal, or the reciprocal of the
+# square root, of the operand's first two terms by the double-word algorithms of expansions.dw, at
+# about 2^-100 for float64) and runs on numbers of order 1 with the number of terms about doubling
+# at each step (2, 4, 6, 11, ... up to R for float64, newton_steps; CAMPARY's scheme, Joldes, Muller, Popescu, ASAP
+# 2014), every product is the truncated parallel multiplication and every sum the safe parallel
+# addition, each followed by the error-free renormalization, and the result is scaled back.  The bounds below
 # are derived by a first-order-free error recurrence in exact rationals: every step is written
 # as exact Newton plus relative perturbations bounded by the proven bounds of the operations.
 
@@ -137,7 +128,8 @@ def tail_ratio(p: int) -> Fraction:
 
 
 def newton_steps(R: int, fmt) -> tuple:
-    """The numbers of terms of the Newton steps, ending with R.
+    """The numbers of terms of the Newton iteration, starting with 2 (the double-word start,
+    :func:`newton_start`) and ending with R; every entry after the first is a Newton step.
 
     Exact Newton squares the relative error, so each step could double the number of terms; but the
     proven bound of the truncated product at r terms (Prop. IV.2) is about ``2**(p-1)`` times
@@ -147,16 +139,17 @@ def newton_steps(R: int, fmt) -> tuple:
     proven error so far (the recurrence of :func:`_reciprocal_scaled`), so that the final proven error
     is within a few units of the last product's bound.  Pure doubling (2, 4, 8, ...) would prove only
     about half of the bits: for R = 16, float64, 2**-416 instead of 2**-735.  One sequence per
-    (R, format), shared by the reciprocal, the division and the square root."""
+    (R, format), shared by the reciprocal, the division and the square root.  The double-word start
+    stands for the first steps (1 -> 2 -> 3 terms, or 1 -> 2 -> 4 with the tighter start) at the price
+    of one double-word division."""
     fmt = _format(fmt)
     return _steps_cached(R, fmt)
 
 
 @functools.cache
 def _steps_cached(R: int, fmt: Format) -> tuple:
-    u, d = fmt.u, tail_ratio(fmt.p)
-    eps = round_up((1 + d) * (1 + u) - 1)
-    steps, r = [], 1
+    eps = newton_start(R, fmt)
+    steps, r = [2], 2
     while r < R:
         nxt = r + 1
         for c in range(r + 1, min(2 * r, R) + 1):
@@ -166,6 +159,23 @@ def _steps_cached(R: int, fmt: Format) -> tuple:
         steps.append(r)
         eps = _reciprocal_step(eps, r, R, fmt)
     return tuple(steps)
+
+
+def newton_start(m: int, fmt, rsqrt: bool = False) -> Fraction:
+    """Relative error bound of the Newton iteration's start on a scaled m-term operand a (leading
+    term in [1, 2), or [1, 4) with ``rsqrt``): its first two terms made a double word (2Sum, exact),
+    ``a2 = a (1 + tau)`` with tau the truncation to 2 terms (:func:`_truncation`), then
+    ``z = DWDivDW2(1, a2) = (1 + delta)/a2`` (JMP Algorithm 17, ``expansions.dw.bounds``), so
+    ``|a z - 1| <= (1 + |delta|)/(1 - tau) - 1``; with ``rsqrt``, ``s = SQRTDWtoDW(a2) = sqrt(a2)(1 + delta1)``
+    first and ``z = DWDivDW2(1, s)``: ``|sqrt(a) z - 1| <= (1 + |delta|)/((1 - |delta1|)(1 - tau)) - 1``.
+    No term of these operands of order 1 underflows (the double-word proofs' hypothesis)."""
+    fmt = _format(fmt)
+    tau = _truncation(2, m, fmt.p)
+    delta = _dw_bounds.bound("dw_div_dw2", fmt.p).value
+    if not rsqrt:
+        return round_up((1 + delta) / (1 - tau) - 1)
+    delta1 = _dw_bounds.bound("dw_sqrt", fmt.p).value
+    return round_up((1 + delta) / ((1 - delta1) * (1 - tau)) - 1)
 
 
 def _reciprocal_step(eps: Fraction, r: int, m: int, fmt: Format) -> Fraction:
@@ -214,8 +224,7 @@ def _reciprocal_scaled(R: int, m: int, fmt: Format, steps=None) -> tuple:
     """Relative error bound of the R-term Newton reciprocal of a scaled m-term operand, and whether
     the hypotheses of the addition's bound hold.
 
-    Start: ``x = RN(1/a_0)`` with ``a = a_0 (1 + delta)``, ``|delta| <= d`` (0 for one term):
-    ``eps_0 <= (1 + d)(1 + u) - 1``.  Step to r terms, from ``x = (1 + eps)/a``::
+    Start (two terms): :func:`newton_start`.  Step to r terms, from ``x = (1 + eps)/a``::
 
         v = mul(a_r, x) = (1 + eps)(1 + beta),   1 + beta = (1 + tau_r)(1 + mu_r)
         w = add_safe(2, -v) = (1 - eps - beta - eps beta)(1 + alpha_r)
@@ -224,10 +233,10 @@ def _reciprocal_scaled(R: int, m: int, fmt: Format, steps=None) -> tuple:
     so ``eps' <= (1 + eps**2 + beta (1 + eps)**2)(1 + alpha_r)(1 + mu_r) - 1``, with tau_r the truncation
     of a to r terms, mu_r the product bound (:func:`_mul_relative`), alpha_r the safe addition's
     bound for a 1-term and an r-term input."""
-    u, d = fmt.u, (tail_ratio(fmt.p) if m > 1 else Fraction(0))
-    eps = (1 + d) * (1 + u) - 1
+    steps = newton_steps(R, fmt) if steps is None else steps
+    eps = newton_start(m, fmt)
     holds = True
-    for r in newton_steps(R, fmt) if steps is None else steps:
+    for r in steps[1:]:
         holds = holds and _add_relative(r, fmt)[1]
         eps = _reciprocal_step(eps, r, m, fmt)
     return eps, holds
@@ -237,8 +246,8 @@ def reciprocal_with_steps(R: int, fmt, steps) -> Bound:
     """The reciprocal's proven bound for another step sequence (ending with R), e.g. pure doubling
     (2, 4, 8, 16): what :func:`newton_steps` is compared with."""
     fmt = _format(fmt)
-    if steps[-1] != R:
-        raise ValueError(f"the steps must end with R = {R}")
+    if steps[-1] != R or steps[0] != 2:
+        raise ValueError(f"the steps must start with 2 (the double-word start) and end with R = {R}")
     eps, holds = _reciprocal_scaled(R, R, fmt, tuple(steps))
     return Bound(round_up((1 + eps) * (1 + _scaling(R, fmt)) - 1), "|1/a|", "as reciprocal", holds)
 
@@ -279,7 +288,7 @@ def sqrt(R: int, fmt, m: int | None = None) -> Bound:
     """Square root of an m-term (default R) ulp-nonoverlapping a >= 0, R terms out, by the Newton
     iteration for 1/sqrt(a) then a product: ``|sqrt(a) - s| <= value * sqrt(a) + newton_underflow_term``.
 
-    Start: ``y = RN(1/RN(sqrt(a_0)))``: ``eps_0 <= (1 + d)(1 + u)/(1 - u) - 1``.  Step to r terms, from
+    Start (two terms): :func:`newton_start` with ``rsqrt``.  Step to r terms, from
     ``y = (1 + eps)/sqrt(a)``::
 
         v = mul(mul(a_r, y), y) = (1 + eps)**2 (1 + beta),  1 + beta = (1 + tau_r)(1 + mu_r)**2
@@ -290,10 +299,9 @@ def sqrt(R: int, fmt, m: int | None = None) -> Bound:
     |y'| >= 1/2); then ``s = mul(a, y)``: ``(1 + eps_R)(1 + mu_R)(1 + s_a) - 1``."""
     fmt = _format(fmt)
     m = R if m is None else m
-    u, d = fmt.u, (tail_ratio(fmt.p) if m > 1 else Fraction(0))
-    eps = (1 + d) * (1 + u) / (1 - u) - 1
+    eps = newton_start(m, fmt, rsqrt=True)
     holds = True
-    for r in newton_steps(R, fmt):
+    for r in newton_steps(R, fmt)[1:]:
         mu = _mul_relative(r, fmt)
         alpha, ok = _add_relative(r, fmt)
         holds = holds and ok

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats import group_width
+from ..formats import format_of, group_width
 from ..reference.algorithms import insertion_order
 from .eft import two_prod, two_sum
 from .lanes import array_module, group_any, lane_ids, load_lanes, shfl, shfl_down, shfl_up
@@ -267,3 +267,31 @@ def sub_safe(x, y, R):
 def sub_fast(x, y, R):
     """x - y as ``add_fast(x, -y)`` (the kernel negates y as it loads it)."""
     return add_fast(x, -y, R)
+
+
+# ---------------------------------------------------------------------------------------------
+# exponents and scaling by powers of two (expansion.cuh): the Newton operations and the double-word
+# division and square root near the underflow threshold
+
+
+def leading_exponent(a0):
+    """Twin of ``leading_exponent`` in expansion.cuh: ilogb(a0) for finite nonzero a0, else 0."""
+    xp = array_module(a0)
+    ok = xp.isfinite(a0) & (a0 != 0)
+    e = xp.frexp(xp.where(ok, a0, a0.dtype.type(1)))[1].astype(xp.int32) - 1
+    return xp.where(ok, e, 0).astype(xp.int32)
+
+
+def scale(v, k):
+    """Twin of ``scale`` in expansion.cuh: every term times 2**k, as two products by powers of two
+    (2**(k >> 1), then 2**(k - (k >> 1))), k clamped to [2 (emin - p + 1), 2 emax] beyond which the
+    result is 0 or overflows anyway.  Exact when scaling up (or overflow); scaling down rounds a term
+    only below the underflow threshold, at most eta in all."""
+    xp = array_module(v)
+    fmt = format_of(v.dtype)
+    k = xp.clip(k, 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax).astype(xp.int32)
+    k1 = k >> 1
+    one = xp.ones(k.shape, dtype=v.dtype)
+    f1 = xp.ldexp(one, k1)
+    f2 = xp.ldexp(one, k - k1)
+    return (v * f1[:, None]) * f2[:, None]

@@ -10,12 +10,17 @@ in :mod:`expansions.bounds` (``reciprocal``, ``div``, ``sqrt``, ``newton_steps``
 
 1. the operands are scaled by powers of two (two roundings at most per term, exact when scaling
    up) so that the leading term lies in [1, 2) — [1, 4) for the square root, an even power;
-2. Newton's iteration runs on these numbers of order 1, the number of terms growing at each step
-   (``bounds.newton_steps``): for the reciprocal ``x <- x (2 - a x)``, for the inverse square root
-   ``y <- y (3 - a y^2) / 2``, every product the truncated parallel multiplication and every sum the
-   safe addition, each followed by the renormalization (their proofs assume ulp-nonoverlapping
-   inputs); ``x/y = x * (1/y)`` and ``sqrt(a) = a * (1/sqrt(a))``;
-3. the result is scaled back, and :func:`finish` applies the library's non-finite rule.
+2. the iteration starts from a double word (:func:`start`: the operand's first two terms made a
+   double word, then the double-word reciprocal, JMP Algorithm 17, of it or of its double-word
+   square root), which stands for the first two Newton steps at the price of one double-word
+   division;
+3. Newton's iteration runs on these numbers of order 1, the number of terms growing at each step
+   (``bounds.newton_steps``, after its first entry, 2: the start): for the reciprocal
+   ``x <- x (2 - a x)``, for the inverse square root ``y <- y (3 - a y^2) / 2``, every product the
+   truncated parallel multiplication and every sum the safe addition, each followed by the
+   renormalization (their proofs assume ulp-nonoverlapping inputs); ``x/y = x * (1/y)`` and
+   ``sqrt(a) = a * (1/sqrt(a))``;
+4. the result is scaled back, and :func:`finish` applies the library's non-finite rule.
 
 The operands are first made positional (:func:`expansions.cpu.kernels.positional`: renormalized
 where a finite operand breaks ``|x_i| <= 2**-(p-1) |x_{i-1}|``, which the bounds assume and which an
@@ -25,46 +30,44 @@ decides the special cases.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import bounds
+from ..dw import cpu as dw
 from ..formats import format_of
-from .kernels import add_safe, mul_truncated, nonfinite_epilogue, positional, renormalize
+from .kernels import add_safe, leading_exponent, mul_truncated, nonfinite_epilogue, positional, renormalize, scale
 from .lanes import array_module
 
-
-def leading_exponent(a0):
-    """Twin of ``leading_exponent`` in newton.cuh: ilogb(a0) for finite nonzero a0, else 0."""
-    xp = array_module(a0)
-    ok = xp.isfinite(a0) & (a0 != 0)
-    e = xp.frexp(xp.where(ok, a0, a0.dtype.type(1)))[1].astype(xp.int32) - 1
-    return xp.where(ok, e, 0).astype(xp.int32)
-
-
-def scale(v, k):
-    """Twin of ``scale`` in newton.cuh: every term times 2**k, as two products by powers of two
-    (2**(k >> 1), then 2**(k - (k >> 1))), k clamped to [2 (emin - p + 1), 2 emax] beyond which the
-    result is 0 or overflows anyway.  Exact when scaling up (or overflow); scaling down rounds a term
-    only below the underflow threshold, at most eta in all."""
-    xp = array_module(v)
-    fmt = format_of(v.dtype)
-    k = xp.clip(k, 2 * (fmt.emin - fmt.p + 1), 2 * fmt.emax).astype(xp.int32)
-    k1 = k >> 1
-    one = xp.ones(k.shape, dtype=v.dtype)
-    f1 = xp.ldexp(one, k1)
-    f2 = xp.ldexp(one, k - k1)
-    return (v * f1[:, None]) * f2[:, None]
+__all__ = ["leading_exponent", "scale", "reciprocal", "div", "sqrt", "finish"]  # the first two: kernels'
 
 
 def _constant(count, value, dtype, xp):
     return xp.full((count, 1), value, dtype=dtype)
 
 
+def start(a, rsqrt=False):
+    """Twin of ``newton_start`` in newton.cuh: the Newton iteration's two-term start for a scaled
+    (count, m) operand a: its first two terms (the second 0 for m = 1) made a double word
+    (``dw.double_word``, exact), then ``DWDivDW2(1, a)`` (JMP Algorithm 17), or with ``rsqrt``
+    ``DWDivDW2(1, SQRTDWtoDW(a))``; (count, 2).  Its error bound: ``bounds.newton_start``.  On
+    operands the library's rule decides (zero, not finite) its words are whatever the operations give."""
+    xp = array_module(a)
+    zero = xp.zeros(a.shape[0], dtype=a.dtype)
+    with np.errstate(all="ignore"):
+        h, lo = dw.double_word(a[:, 0], a[:, 1] if a.shape[1] > 1 else zero)
+        if rsqrt:
+            h, lo = dw.dw_sqrt(h, lo)
+        zh, zl = dw.dw_div_dw2(zero + a.dtype.type(1), zero, h, lo)
+    return xp.stack([zh, zl], axis=1)
+
+
 def _newton_reciprocal(a, R):
     """Twin of ``newton_reciprocal`` in newton.cuh: R terms of 1/a for a scaled (count, m) operand."""
     xp = array_module(a)
     m = a.shape[1]
-    x = xp.asarray(1, dtype=a.dtype) / a[:, :1]  # RN(1/a_0), one term
+    x = start(a)
     two = _constant(a.shape[0], 2, a.dtype, xp)
-    for r in bounds.newton_steps(R, format_of(a.dtype)):
+    for r in bounds.newton_steps(R, format_of(a.dtype))[1:]:
         v = renormalize(mul_truncated(a[:, : min(r, m)], x, r), r)
         w = renormalize(add_safe(two, -v, r), r)
         x = renormalize(mul_truncated(x, w, r), r)
@@ -117,9 +120,9 @@ def sqrt(a, R):
     m = a.shape[1]
     half = leading_exponent(a[:, 0]) >> 1
     s = scale(a, -2 * half)
-    y = xp.asarray(1, dtype=a.dtype) / xp.sqrt(s[:, :1])  # RN(1/RN(sqrt(a_0)))
+    y = start(s, rsqrt=True)
     three = _constant(a.shape[0], 3, a.dtype, xp)
-    for r in bounds.newton_steps(R, format_of(a.dtype)):
+    for r in bounds.newton_steps(R, format_of(a.dtype))[1:]:
         t = renormalize(mul_truncated(s[:, : min(r, m)], y, r), r)
         v = renormalize(mul_truncated(t, y, r), r)
         w = renormalize(add_safe(three, -v, r), r)

@@ -112,20 +112,13 @@ __global__ void mul_truncated(const T* __restrict__ x, const T* __restrict__ y, 
     });
 }
 
-// 1/a in R terms by Newton iterations (newton.cuh); STEPS: expansions.bounds.newton_steps(R).
+// 1/a in R terms by Newton iterations (newton_reciprocal_group, newton.cuh); STEPS: expansions.bounds.newton_steps(R).
 // Twin: expansions.cpu.newton.reciprocal.
 template <class T, int N, int R, bool RENORMALIZE, int... STEPS>
 __global__ void newton_reciprocal(const T* __restrict__ a, T* __restrict__ out, long long count) {
     constexpr int W = group_width(N > R ? N : R);
     for_each_group<W>(count, [&](long long index, bool valid, int lane) {
-        const T al = positional_group<T, N, W>(load_term<N>(a, index, valid, lane), lane);
-        const T a0 = shfl<W>(al, 0);
-        const int k = -leading_exponent(a0);
-        const T as = scale(al, k);
-        const T as0 = shfl<W>(as, 0);  // every lane shuffles
-        const T x0 = lane == 0 ? div_rn(T(1), as0) : T(0);
-        const T x = newton_reciprocal_steps<T, N, W, 1, STEPS...>(as, x0, lane);
-        const T r = newton_finish<T, R, W>(scale(x, k), div_rn(T(1), a0), lane, operand_status<N, W>(al));
+        const T r = newton_reciprocal_group<T, N, R, W, STEPS...>(load_term<N>(a, index, valid, lane), lane);
         store_term<R>(out, index, valid, lane, finish_newton<T, R, W, RENORMALIZE>(r, lane));
     });
 }

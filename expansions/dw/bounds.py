@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..bounds import Bound
+from ..bound_type import Bound
 
 _JMP = "Joldes, Muller, Popescu, ACM TOMS 2017, Table 1"
 _SAME6 = "same operations as Algorithm 6 (AccurateDWPlusDW): " + _JMP

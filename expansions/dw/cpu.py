@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..cpu.eft import fast_two_sum, two_prod, two_sum
+from ..cpu.kernels import leading_exponent, scale
 from ..cpu.lanes import array_module
-from ..cpu.newton import leading_exponent, scale
 from ..formats import dw_scale_limit, format_of
 
 # ---------------------------------------------------------------------------------------------

@@ -54,6 +54,7 @@ from .fused import (
     lanes_of,
     ld,
     load_block,
+    newton_start,
     nonfinite_rows,
     scale_block,
     scratch_rows,
@@ -480,7 +481,8 @@ def _sincos_body(ws, X, W, M, ONE, TAYS, TAYV, ntay, s, TWO_OVER_PI, HALF_PI, ta
 @njit(**INNER)
 def _div(ws, X, n, Y, m, w, dst, steps, first_step, nsteps, kmin, kmax, lay, sc):
     """Rows dst := the twin's ``_div``: renormalize(newton.div(x, y, w), w).  The reciprocal of y scaled
-    by 2^ky from RN(1/a_0) by the Newton steps ``steps[first_step : first_step + nsteps]``
+    by 2^ky from the double-word start (``fused.newton_start``) by the Newton steps after the first
+    entry of ``steps[first_step : first_step + nsteps]``
     (``bounds.newton_steps(w)``), each product and sum renormalized; then x 2^kx times it, scaled back
     by 2^(ky - kx), the special cases of ``newton.finish`` (``finish_block``), the renormalization.
     ``lay``: the first of n + m + 5 w + 6 rows of scratch."""
@@ -504,11 +506,10 @@ def _div(ws, X, n, Y, m, w, dst, steps, first_step, nsteps, kmin, kmax, lay, sc)
         ws[KY * L + j] = ky
         ws[KD * L + j] = ky - kx
     scale_block(ws, Y, m, KY, kmin, kmax, A, F)
-    a0 = ld(ws, A)
-    st(ws, Z, splat(a0, 1.0) / a0)
-    st(ws, TWO, splat(a0, 2.0))
-    zn = 1
-    for i in range(nsteps):
+    newton_start(ws, A, m, False, Z)
+    st(ws, TWO, splat(ld(ws, A), 2.0))
+    zn = 2
+    for i in range(1, nsteps):  # the steps after the start (the first entry, 2)
         r = steps[first_step + i]
         _mul(ws, A, min(r, m), Z, zn, r, V, sc)
         _neg(ws, V, r, NV)

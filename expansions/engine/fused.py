@@ -53,6 +53,7 @@ from numba.extending import overload
 
 from .. import bounds
 from ..formats import check_terms, format_of
+from .dw import _c, _dw_div_dw2, _dw_sqrt, _two_sum
 from .kernels import OPTIONS, PARALLEL, leading_exponent, operands, terms_array
 from .simd import (
     LANES,
@@ -874,6 +875,25 @@ def scale_block(ws, src, n, K, kmin, kmax, dst, F):
 
 
 @njit(**INNER)
+def newton_start(ws, A, m, rsqrt, dst):
+    """Twin of ``newton.start``: rows dst, dst+1 := the double word DWDivDW2(1, a) of the first two of
+    the m rows A (the second 0 for m = 1) made a double word, or with ``rsqrt`` DWDivDW2(1,
+    SQRTDWtoDW(a)); lane by lane with the twins' operations (:mod:`expansions.engine.dw`, the
+    emulated FMA and two-product)."""
+    L = lanes_of(ws)
+    for j in range(L):
+        h = ws[A * L + j]
+        lo = ws[(A + 1) * L + j] if m > 1 else _c(h, 0.0)
+        if not h + lo == h:  # a NaN sum counts as different
+            h, lo = _two_sum(h, lo)
+        if rsqrt:
+            h, lo = _dw_sqrt(h, lo)
+        zh, zl = _dw_div_dw2(_c(h, 1.0), _c(h, 0.0), h, lo)
+        ws[dst * L + j] = zh
+        ws[(dst + 1) * L + j] = zl
+
+
+@njit(**INNER)
 def finish_block(ws, out, R, xbad, x0, ybad, y0, leading):
     """Twin of ``newton.finish``: the non-finite rule, then a NaN leading result gives (NaN, 0, ...)
     and a zero leading result (leading, 0, ...) with its sign."""
@@ -922,10 +942,11 @@ def operation_block(op, ws, X, n, Y, m, R, renormalize, steps, kmin, kmax, out, 
     ``bounds.newton_steps`` and the clamp of ``newton.scale``.
 
     Newton: the operands are made positional (into scratch rows, where a lane needs it); the operand
-    a (the divisor y for DIV) is scaled to A; the iteration starts from z = RN(1/a_0)
-    (RN(1/RN(sqrt(a_0))) for SQRT) and for each r of ``steps`` runs, in r terms, each product and sum
-    renormalized: v = a z, w = 2 - v, z = z w (the reciprocal), or t = a z, v = t z, w = 3 - v,
-    z = (z w) / 2 (the inverse square root); then q = x z (DIV, x scaled) or q = a z (SQRT) in R terms;
+    a (the divisor y for DIV) is scaled to A; the iteration starts from the double word
+    z = DWDivDW2(1, a) (DWDivDW2(1, SQRTDWtoDW(a)) for SQRT; :func:`newton_start`) and for each r of
+    ``steps`` after the first (2, the start) runs, in r terms, each product and sum renormalized:
+    v = a z, w = 2 - v, z = z w (the reciprocal), or t = a z, v = t z, w = 3 - v, z = (z w) / 2 (the
+    inverse square root); then q = x z (DIV, x scaled) or q = a z (SQRT) in R terms;
     q is scaled back and the non-finite rule and the special cases of ``newton.finish`` applied.
     Every kernel and renormalization runs through the one call of :func:`binary_block` below (its
     code is compiled once)."""
@@ -958,11 +979,12 @@ def operation_block(op, ws, X, n, Y, m, R, renormalize, steps, kmin, kmax, out, 
     no = mask_of(x0, False)
     na = m if op == DIV else n  # terms of the operand of the Newton iteration
     per_step = 4 if op == SQRT else 3
+    nsteps = len(steps) - 1  # Newton steps after the start
     # sub-operations of a block: the kernel; or the renormalization; or the Newton steps, the final
     # product (DIV, SQRT), then (with ``renormalize``) the renormalization of the scaled-back result
-    iteration = len(steps) * per_step + (0 if op == RECIPROCAL else 1) if newton else 1
+    iteration = nsteps * per_step + (0 if op == RECIPROCAL else 1) if newton else 1
     total = iteration + (1 if newton and renormalize else 0)
-    zn = 1  # terms of z
+    zn = 2  # terms of z
     if newton:
         for j in range(L):
             if op == DIV:
@@ -979,37 +1001,38 @@ def operation_block(op, ws, X, n, Y, m, R, renormalize, steps, kmin, kmax, out, 
             scale_block(ws, XI, n, K1, kmin, kmax, A2, F)
         else:
             scale_block(ws, XI, n, K2 if op == SQRT else K1, kmin, kmax, A, F)
-        a0 = ld(ws, A)
-        one = splat(a0, 1.0)
-        st(ws, Z, one / vsqrt(a0) if op == SQRT else one / a0)
-        st(ws, C, splat(a0, 3.0 if op == SQRT else 2.0))
-    for q in range(total):
-        # sub-operation q: dst := op(P (np_ rows), Qr (nq rows)) in r terms, renormalized with ren
-        kind, P, np_, Qr, nq, r, dst, ren = op, XI, n, YI, m, R, out, renormalize
-        s = q // per_step
-        sub = q % per_step
-        if newton:
-            ren = True
-            r = steps[s] if s < len(steps) else R
-            kind, P, np_, Qr, nq, dst = MUL, Z, zn, W, r, Z  # the last of a step: z w
-            if q == iteration:  # the Newton renormalizer of the scaled-back result
-                kind, P, np_, dst = RENORMALIZE, Q, R, V
-            elif s == len(steps):  # the final product: x z (DIV) or a z (SQRT)
-                P, np_, Qr, nq, dst = (A2 if op == DIV else A), n, Z, R, Q
-            elif sub == 0:
-                P, np_, Qr, nq, dst = A, min(r, na), Z, zn, (U if op == SQRT else V)
-            elif op == SQRT and sub == 1:
-                P, np_, Qr, nq, dst = U, r, Z, zn, V
-            elif sub == per_step - 2:  # the constant minus v: add_safe(c, -v)
-                negate_rows(ws, V, r, NEG)  # the sign flipped, as the twin's -v
-                kind, P, np_, Qr, nq, dst = ADD_SAFE, C, 1, NEG, r, W
-        binary_block(kind, ws, P, np_, Qr, nq, r, ren, dst, sc)
-        if newton and s < len(steps) and sub == per_step - 1:
-            if op == SQRT:
-                half = splat(x0, 0.5)
-                for t in range(r):
-                    st(ws, Z + t, ld(ws, Z + t) * half)  # exact
-            zn = r
+        newton_start(ws, A, na, op == SQRT, Z)
+        st(ws, C, splat(ld(ws, A), 3.0 if op == SQRT else 2.0))
+    # (q = -1: no sub-operation, only the scale-back below, for a reciprocal whose start is the
+    # whole iteration: R = 2)
+    for q in range(-1 if newton and iteration == 0 else 0, total):
+        if q >= 0:
+            # sub-operation q: dst := op(P (np_ rows), Qr (nq rows)) in r terms, renormalized with ren
+            kind, P, np_, Qr, nq, r, dst, ren = op, XI, n, YI, m, R, out, renormalize
+            s = q // per_step
+            sub = q % per_step
+            if newton:
+                ren = True
+                r = steps[s + 1] if s < nsteps else R
+                kind, P, np_, Qr, nq, dst = MUL, Z, zn, W, r, Z  # the last of a step: z w
+                if q == iteration:  # the Newton renormalizer of the scaled-back result
+                    kind, P, np_, dst = RENORMALIZE, Q, R, V
+                elif s == nsteps:  # the final product: x z (DIV) or a z (SQRT)
+                    P, np_, Qr, nq, dst = (A2 if op == DIV else A), n, Z, R, Q
+                elif sub == 0:
+                    P, np_, Qr, nq, dst = A, min(r, na), Z, zn, (U if op == SQRT else V)
+                elif op == SQRT and sub == 1:
+                    P, np_, Qr, nq, dst = U, r, Z, zn, V
+                elif sub == per_step - 2:  # the constant minus v: add_safe(c, -v)
+                    negate_rows(ws, V, r, NEG)  # the sign flipped, as the twin's -v
+                    kind, P, np_, Qr, nq, dst = ADD_SAFE, C, 1, NEG, r, W
+            binary_block(kind, ws, P, np_, Qr, nq, r, ren, dst, sc)
+            if newton and s < nsteps and sub == per_step - 1:
+                if op == SQRT:
+                    half = splat(x0, 0.5)
+                    for t in range(r):
+                        st(ws, Z + t, ld(ws, Z + t) * half)  # exact
+                zn = r
         if newton and q == iteration - 1:  # scale back, the non-finite rule, the special cases
             if op == DIV:
                 for j in range(L):

@@ -166,23 +166,9 @@ class _Writer:
             else:
                 self.emit(f"const T {v} = {v}_raw;")
             return
-        if alg == "newton":
+        if alg == "newton":  # the kernel's own body (newton.cuh)
             M = 1 if one_term_divisor else R
-            self.emit(f"const T {v}_xp = positional_group<T, {R}, {W}>({x}, lane);")  # newton_div_group's entry
-            self.emit(f"const T {v}_yp = positional_group<T, {M}, {W}>({y}, lane);")
-            x, y = f"{v}_xp", f"{v}_yp"
-            self.emit(f"const T {v}_x0 = shfl<{W}>({x}, 0);")
-            self.emit(f"const T {v}_y0 = shfl<{W}>({y}, 0);")
-            self.emit(f"const int {v}_kx = -leading_exponent({v}_x0);")
-            self.emit(f"const int {v}_ky = -leading_exponent({v}_y0);")
-            self.emit(f"const T {v}_ys = scale({y}, {v}_ky);")
-            self.emit(f"const T {v}_ys0 = shfl<{W}>({v}_ys, 0);")
-            self.emit(f"const T {v}_z0 = lane == 0 ? div_rn(T(1), {v}_ys0) : T(0);")
-            self.emit(f"const T {v}_z = newton_reciprocal_steps<T, {M}, {W}, 1, {_steps(R, dt)}>("
-                      f"{v}_ys, {v}_z0, lane);")
-            self.emit(f"const T {v}_q = renormalize_group<T, {R}, {R}, {W}>(mul_truncated_group<T, {R}, {R}, {R}, {W}>("
-                      f"scale({x}, {v}_kx), {v}_z, lane), lane);")
-            self.emit(f"const T {v}_raw = {self.pad(f'newton_finish<T, {R}, {W}>(scale({v}_q, {v}_ky - {v}_kx), div_rn({v}_x0, {v}_y0), lane, operand_status<{R}, {W}>({x}), operand_status<{M}, {W}>({y}))')};")  # noqa: E501
+            self.emit(f"const T {v}_raw = {self.pad(f'newton_div_group<T, {R}, {M}, {R}, {W}, {_steps(R, dt)}>({x}, {y}, lane)')};")  # noqa: E501
             if renorm:
                 self.renormalize_newton(v, f"{v}_raw")
             else:
@@ -216,28 +202,10 @@ class _Writer:
             self.double_word(v, dispatch.method("sqrt", n.params[0], R), "sqrt", x)
             self.emit(f"const T {v} = {v}_raw;")  # the double-word square root is not renormalized
             return
-        self.emit(f"const T {v}_ap = positional_group<T, {R}, {W}>({x}, lane);")  # the Newton operand's entry
-        x = f"{v}_ap"
-        self.emit(f"const T {v}_a0 = shfl<{W}>({x}, 0);")
-        if n.op == "reciprocal":
-            self.emit(f"const int {v}_k = -leading_exponent({v}_a0);")
-            self.emit(f"const T {v}_as = scale({x}, {v}_k);")
-            self.emit(f"const T {v}_as0 = shfl<{W}>({v}_as, 0);")
-            self.emit(f"const T {v}_x0 = lane == 0 ? div_rn(T(1), {v}_as0) : T(0);")
-            self.emit(f"const T {v}_x = newton_reciprocal_steps<T, {R}, {W}, 1, {_steps(R, dt)}>("
-                      f"{v}_as, {v}_x0, lane);")
-            fin = (f"newton_finish<T, {R}, {W}>(scale({v}_x, {v}_k), div_rn(T(1), {v}_a0), lane, "
-                   f"operand_status<{R}, {W}>({x}))")
+        if n.op == "reciprocal":  # the kernels' own bodies (newton.cuh)
+            fin = f"newton_reciprocal_group<T, {R}, {R}, {W}, {_steps(R, dt)}>({x}, lane)"
         else:  # sqrt
-            self.emit(f"const int {v}_h = leading_exponent({v}_a0) >> 1;")
-            self.emit(f"const T {v}_s = scale({x}, -2 * {v}_h);")
-            self.emit(f"const T {v}_s0 = shfl<{W}>({v}_s, 0);")
-            self.emit(f"const T {v}_y0 = lane == 0 ? div_rn(T(1), sqrt_rn({v}_s0)) : T(0);")
-            self.emit(f"const T {v}_y = newton_rsqrt_steps<T, {R}, {W}, 1, {_steps(R, dt)}>({v}_s, {v}_y0, lane);")
-            self.emit(f"const T {v}_q = renormalize_group<T, {R}, {R}, {W}>(mul_truncated_group<T, {R}, {R}, {R}, {W}>("
-                      f"{v}_s, {v}_y, lane), lane);")
-            fin = (f"newton_finish<T, {R}, {W}>(scale({v}_q, {v}_h), sqrt_rn({v}_a0), lane, "
-                   f"operand_status<{R}, {W}>({x}))")
+            fin = f"newton_sqrt_group<T, {R}, {R}, {W}, {_steps(R, dt)}>({x}, lane)"
         self.emit(f"const T {v}_raw = {self.pad(fin)};")
         if renorm:
             self.renormalize_newton(v, f"{v}_raw")

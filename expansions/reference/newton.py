@@ -9,9 +9,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import bounds
+from ..dw import reference as dw
 from ..formats import Format
 from . import fp
 from .algorithms import add_safe, mul_truncated, nonfinite_epilogue, positional, renormalize
+from .eft import two_sum
 
 
 def leading_exponent(a0) -> int:
@@ -27,10 +29,21 @@ def scale(v, k: int, fmt: Format):
     return tuple(fp.mul(fp.mul(t, f1, fmt), f2, fmt) for t in v)
 
 
+def start(a, fmt, rsqrt=False):
+    """The two-term start: a's first two terms made a double word (2Sum where RN(a0 + a1) != a0),
+    then DWDivDW2(1, .) of it, or with ``rsqrt`` of its SQRTDWtoDW (see expansions.cpu.newton.start)."""
+    h, lo = a[0], (a[1] if len(a) > 1 else 0.0)
+    if not fp.add(h, lo, fmt) == h:  # a NaN sum counts as different
+        h, lo = two_sum(h, lo, fmt)
+    if rsqrt:
+        h, lo = dw.dw_sqrt(h, lo, fmt)
+    return dw.dw_div_dw2(Fraction(1), 0.0, h, lo, fmt)
+
+
 def _newton_reciprocal(a, R, fmt):
     m = len(a)
-    x = (fp.div(Fraction(1), a[0], fmt),)
-    for r in bounds.newton_steps(R, fmt):
+    x = start(a, fmt)
+    for r in bounds.newton_steps(R, fmt)[1:]:
         v = renormalize(mul_truncated(a[: min(r, m)], x, r, fmt), r, fmt)
         w = renormalize(add_safe((Fraction(2),), tuple(fp.neg(t) for t in v), r, fmt), r, fmt)
         x = renormalize(mul_truncated(x, w, r, fmt), r, fmt)
@@ -68,8 +81,8 @@ def sqrt(a, R, fmt):
     m = len(a)
     half = leading_exponent(a[0]) >> 1
     s = scale(a, -2 * half, fmt)
-    y = (fp.div(Fraction(1), fp.sqrt(s[0], fmt), fmt),)
-    for r in bounds.newton_steps(R, fmt):
+    y = start(s, fmt, rsqrt=True)
+    for r in bounds.newton_steps(R, fmt)[1:]:
         t = renormalize(mul_truncated(s[: min(r, m)], y, r, fmt), r, fmt)
         v = renormalize(mul_truncated(t, y, r, fmt), r, fmt)
         w = renormalize(add_safe((Fraction(3),), tuple(fp.neg(c) for c in v), r, fmt), r, fmt)

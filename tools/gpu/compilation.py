@@ -238,6 +238,14 @@ def measure(names, pool: int, log) -> dict:
     return rec
 
 
+def missing_units() -> list:
+    """The labels of the units the stages launch that the committed measurement lacks (after a change
+    to the kernels' template arguments, say), in order."""
+    rec = load_measurement()
+    need = dict.fromkeys(u.label for s in rec.get("stages", {}) for u in stage_units(s))
+    return [lb for lb in need if lb not in rec["one_core"]]
+
+
 def remeasure(labels) -> int:
     """Remeasure some units' one-core times (after a change to what they compile), keeping the rest of
     the committed measurement and saying so in it (``remeasured``) and in the log."""
@@ -313,8 +321,9 @@ def main(argv=None) -> int:
     ap.add_argument("--measure", action="store_true", help="measure the compile times here (see above)")
     ap.add_argument("--stages", default="first,second")
     ap.add_argument("--pool", type=int, default=2, help="processes of the measured pool (--measure)")
-    ap.add_argument("--only", default=None, help="with --measure: remeasure these units (comma-separated labels, "
-                    "one core) in the committed compile.json, keeping the rest")
+    ap.add_argument("--only", default=None, help="with --measure: remeasure these units (labels separated by ';', "
+                    "a kernel's label holding commas; or 'missing': the stages' units without a measurement; one "
+                    "core) in the committed compile.json, keeping the rest")
     ap.add_argument("--warm", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.warm:
@@ -322,7 +331,7 @@ def main(argv=None) -> int:
         warm_engine(name, dtype or None)
         return 0
     if args.measure and args.only:
-        return remeasure(args.only.split(","))
+        return remeasure(missing_units() if args.only == "missing" else args.only.split(";"))
     if args.measure:
         BUDGET.mkdir(parents=True, exist_ok=True)
         with open(BUDGET / "compile.log", "w") as logf:
