@@ -283,7 +283,8 @@ def _finish(r, kept_shape, keepdims, out, what):
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """``np.median``: the exact sort, then the middle element (odd n: exact) or the mean of the two middle
     ones, ``(s_k + s_(k+1)) * 0.5`` (one safe addition, within ``e_a`` relative to the exact median; the
-    halving exact).  A slice with a NaN gives NaN; an empty one NaN with NumPy's RuntimeWarning."""
+    halving exact unless a term falls below the underflow threshold).  A slice with a NaN gives NaN; an
+    empty one NaN with NumPy's RuntimeWarning."""
     x = _check(a, "np.median")
     y, kept_shape = _rows_last(x, axis)
     n = y.shape[-1]
