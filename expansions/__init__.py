@@ -13,7 +13,8 @@ pure-Python exact reference checks both and the proven error bounds.
     0.8696044010893587
 """
 
-from . import bounds, formats, linalg, numpy_protocol  # noqa: F401 - numpy_protocol and linalg register NumPy functions
+# numpy_protocol, linalg, numpy_math and numpy_statistics register NumPy functions
+from . import bounds, formats, linalg, numpy_math, numpy_protocol, numpy_statistics  # noqa: F401
 from .arraytype import ExpansionArray
 from .backends import set_cpu_backend
 from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros

@@ -346,6 +346,7 @@ class ExpansionArray:
     __rtruediv__ = _binary_operator("div", reflected=True)
 
     __pow__ = _binary_operator(np.power)
+    __rpow__ = _binary_operator(np.power, reflected=True)
     __floordiv__ = _binary_operator(np.floor_divide)
     __rfloordiv__ = _binary_operator(np.floor_divide, reflected=True)
     __mod__ = _binary_operator(np.remainder)

@@ -462,8 +462,8 @@ def fmod(x, y):
 
 def _integer_exponent(n):
     if isinstance(n, ExpansionArray):
-        raise TypeError("x ** y with an expansion exponent needs pow (exp and log), which the expansions "
-                        "library does not implement yet: use an integer exponent")
+        raise TypeError("power takes integer exponents: for an expansion exponent use expansions.pow (which "
+                        "x ** y and np.power call)")
     if hasattr(n, "ndim") and getattr(n, "ndim", 0) == 0:
         n = n.item()
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (numbers.Integral, float, np.floating)) or \

@@ -40,6 +40,8 @@ _VALUES = {
     "quarter_pi": lambda: mpmath.pi / 4,
     "three_quarter_pi": lambda: 3 * mpmath.pi / 4,
     "two_over_pi": lambda: 2 / mpmath.pi,
+    "pi_over_180": lambda: mpmath.pi / 180,  # np.radians
+    "180_over_pi": lambda: 180 / mpmath.pi,  # np.degrees
 }
 
 
