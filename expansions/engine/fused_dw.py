@@ -183,7 +183,9 @@ def _flag(kind, renormalize, check, x0, x1, y0, y1, h, lo):
     IEEE result or an output word ``(h, lo)`` is not finite (then their sum is inf or NaN, and
     ``s - s`` is NaN); or, with ``renormalize``, ``RN(h + lo) != h`` (the fast pass's renormalization
     does not apply).  A finite sum that overflows flags a row too, which the exact pass then computes
-    again: the same bits."""
+    again: the same bits.  A zero result is flagged too (its sign is the rule's); for the square root
+    that follows from the underflow test (its h is zero only where RN(x0 + x1) is, which that test
+    flags), which spares the loop a comparison per row."""
     sx = x0 + x1
     s = sx + _leading(kind, x0, y0) + h + lo
     bad = (sx != x0) if check else False
@@ -193,10 +195,11 @@ def _flag(kind, renormalize, check, x0, x1, y0, y1, h, lo):
         if check:
             bad |= sy != y0
     bad |= (s - s) != 0
-    bad |= h == 0  # a zero result: its sign is the rule's (the exact pass)
+    if kind != 3:  # a zero result: its sign is the rule's (the exact pass); a square root's is zero only
+        bad |= h == 0  # where RN(x0 + x1) is, which the underflow test below flags
     if renormalize:
         bad |= (h + lo) != h
-    if kind >= 2:  # (a zero sx flags too: harmless, its result is zero or not finite, flagged anyway)
+    if kind >= 2:  # a zero sx flags too: the square root's zero results rely on it
         bad |= abs(sx) < _scaling(sx)[0]
     return bad
 
