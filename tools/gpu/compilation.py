@@ -266,6 +266,8 @@ def remeasure(labels) -> int:
             rec.setdefault("remeasured", []).append({"unit": lb, "date": stamp})
     for s in rec.get("stages", {}):  # the stages' units as they are now (a remeasured unit may be new)
         rec["stage_units"][s] = [u.label for u in stage_units(s)]
+    used = {lb for labels_s in rec["stage_units"].values() for lb in labels_s}
+    rec["one_core"] = {lb: t for lb, t in rec["one_core"].items() if lb in used}  # units no stage runs any more go
     for s in rec.get("stages", {}):
         labels_s = rec["stage_units"][s]
         rec["stages"][s] = estimate([Unit(*_parse(lb)) for lb in labels_s], rec) | {
