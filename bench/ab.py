@@ -29,6 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import numba
+import numpy as np
+
+import expansions as ex  # in a child: the checkout on PYTHONPATH (the base's worktree, or this one)
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 OPS = ("mul", "div", "sqrt")
@@ -36,11 +41,6 @@ OPS = ("mul", "div", "sqrt")
 
 def child(ops, terms, n, repeats) -> dict:
     """Time every (op, R) cell in this process (the checkout on ``sys.path``): ``{"op R": seconds}``."""
-    import numba  # the engine's dependency; the child runs only under python -m bench.ab
-    import numpy as np
-
-    import expansions as ex
-
     numba.set_num_threads(1)
     rng = np.random.default_rng(7)
     out = {"expansions": ex.__file__}
