@@ -112,22 +112,22 @@ def exp2_bound(R: int, dtype) -> tuple:
     r = x - k errs by e_a |r| (one safe subtraction), t = r ln2 by ``(1 + e_a)(1 + mu)(1 + e_c) - 1 = g``
     relative (e_c: :func:`constant_error` of ln2), so |t - r ln2| <= 0.36 g and exp(t) is within
     ``e^(0.36 g) - 1 <= g`` of exp(r ln2), and exp itself within e_exp (its floor ``units eta`` is below
-    16 eta relative to exp(t) >= 0.7): ``relative = (1 + e_exp + 16 eta)(1 + g) - 1``.  The scaling by
+    ``2 units eta`` relative to exp(t) >= 0.7): ``relative = (1 + e_exp + 2 units eta)(1 + g) - 1``.  The scaling by
     2^k is exact while the terms stay normal; below the normal range each term is rounded to the
     subnormal grid: ``absolute = R eta``.  Where x is an integer, r = 0 and exp(0) = 1 exactly: the
     result is exact."""
     fmt, e_a, mu, _, _ = _ops(R, dtype)
-    e_exp, _ = elementary_parts("exp", R, dtype)
+    e_exp, units = elementary_parts("exp", R, dtype)
     g = (1 + e_a) * (1 + mu) * (1 + constant_error("ln2", R, dtype)) - 1
-    return bounds.round_up((1 + e_exp + 16 * fmt.eta) * (1 + g) - 1), R * fmt.eta
+    return bounds.round_up((1 + e_exp + 2 * units * fmt.eta) * (1 + g) - 1), R * fmt.eta
 
 
 def hypot_bound(R: int, dtype) -> tuple:
     """(relative, absolute) bound of :func:`hypot`.  With A, B the operands' magnitudes scaled by one
-    power of two 2^-e (A in [1/2, 2), B <= A: exact, but for terms of B scaled below the normal range,
-    rounded within R eta), ``S = A*A + B*B`` errs by ``theta = (1 + mu)(1 + e_a) - 1`` relative (two
-    truncated products and one addition of nonnegative values) plus
-    ``sigma = 4 (4 R + R(R + 1)/2 + 1) eta`` relative (B's scaling and its products' underflow terms,
+    power of two 2^-e (A in [1/2, 2), B <= A: exact, but for terms scaled below the normal range),
+    ``S = A*A + B*B`` errs by ``theta = (1 + mu)(1 + e_a) - 1`` relative (two truncated products and one
+    addition of nonnegative values) plus ``sigma = 4 (4 R + R(R + 1) + 1) eta`` relative (the terms of A
+    and B scaled below the normal range, within R eta / 2 each, and the two products' underflow terms,
     relative to S >= 1/4); the square root adds e_sqrt (``bounds.sqrt``) and its underflow term
     (``bounds.newton_underflow_term``, relative to a result >= 1/2 twice it), ``sqrt(1 + d) - 1 <= d``:
     ``relative = (1 + e_sqrt + 2 nu)(1 + theta + sigma) - 1``.  The scaling back by 2^e is exact
@@ -135,17 +135,19 @@ def hypot_bound(R: int, dtype) -> tuple:
     fmt, e_a, mu, _, e_sq = _ops(R, dtype)
     nu = bounds.newton_underflow_term(R, fmt)
     theta = (1 + mu) * (1 + e_a) - 1
-    sigma = 4 * (4 * R + Fraction(R * (R + 1), 2) + 1) * fmt.eta
+    sigma = 4 * (4 * R + R * (R + 1) + 1) * fmt.eta
     return bounds.round_up((1 + e_sq + 2 * nu) * (1 + theta + sigma) - 1), R * fmt.eta
 
 
-def cbrt_bound(R: int, dtype) -> Fraction:
-    """Relative bound of :func:`cbrt` (the result is never subnormal: no absolute term).
+def cbrt_bound(R: int, dtype) -> tuple:
+    """(relative, absolute) bound of :func:`cbrt`.  The result is never subnormal, but its lower terms
+    may be scaled below the normal range by the final 2^j: ``absolute = R eta``.
 
     |x| = m 2^(3j) with m in [1/2, 4) (exact, but for terms scaled below the normal range: 2 R eta
     relative, a third of it in the root).  Start ``y0 = exp(log(m) / 3)``: |log m| <= 1.39, the argument
     errs by at most ``0.47 g + 3 units_log eta``, g = (1 + e_log)(1 + e_div1) - 1 (e_div1: ``bounds.div``
-    by a one-term 3), so ``eps0 = (1 + e_exp)(1 + 2 (0.47 g + 3 units eta)) - 1 + 16 eta + R eta``.
+    by a one-term 3), so ``eps0 = (1 + e_exp)(1 + 2 (0.47 g + 3 units_log eta)) - 1 + (2 units_exp + R) eta``
+    (log's floor in the argument, exp's floor relative to y0 >= 0.79, m's scaling).
     One Newton step on y^3 = m with the computed residual: ``y1 = y0 - (y0^3 - m) / (3 y0^2)``, y0^3 and
     3 y0^2 within ``kappa = (1 + mu)^2 - 1`` of exact, the residual and the step each one safe
     addition, the quotient ``bounds.div``: with ``gamma = (1 + e_a)(1 + e_div)/(1 - kappa) - 1``,
@@ -160,17 +162,17 @@ def cbrt_bound(R: int, dtype) -> Fraction:
     eta = fmt.eta
     e_div1 = bounds.div(R, fmt, m=1).value
     e_log, u_log = elementary_parts("log", R, dtype)
-    e_exp, _ = elementary_parts("exp", R, dtype)
+    e_exp, u_exp = elementary_parts("exp", R, dtype)
     nu = bounds.newton_underflow_term(R, fmt)
     g = (1 + e_log) * (1 + e_div1) - 1
-    eps0 = (1 + e_exp) * (1 + 2 * (Fraction(47, 100) * g + 3 * u_log * eta)) - 1 + (16 + R) * eta
+    eps0 = (1 + e_exp) * (1 + 2 * (Fraction(47, 100) * g + 3 * u_log * eta)) - 1 + (2 * u_exp + R) * eta
     kappa = (1 + mu) ** 2 - 1
     gamma = (1 + e_a) * (1 + e_div) / (1 - kappa) - 1
     N = eps0**2 * (3 + 2 * eps0) / (3 * (1 - eps0) ** 2)
     D1 = eps0 * (3 + 3 * eps0 + eps0**2) / (3 * (1 - eps0) ** 2)
     delta = D1 * gamma + (1 + eps0) * kappa * (1 + gamma) / 3 + 4 * nu
     eps1 = N + delta + e_a * (1 + N + delta)
-    return bounds.round_up(max(eps1, kappa / (3 * (1 - kappa))))
+    return bounds.round_up(max(eps1, kappa / (3 * (1 - kappa)))), R * eta
 
 
 def asinh_bound(R: int, dtype) -> tuple:
@@ -196,14 +198,17 @@ def asinh_bound(R: int, dtype) -> tuple:
 
 
 def acosh_bound(R: int, dtype) -> tuple:
-    """(relative, absolute) bound of :func:`acosh`, for ``x - 1 >= 2^(emin + p)`` or x = 1 (nearer 1 the
-    products' underflow terms, about R^2 eta / (x - 1), add).  1 <= x < 2:
+    """(relative, absolute, near_one) with ``|result - f| <= (relative + near_one / (x - 1)) f + absolute``
+    for :func:`acosh` (near_one only for x < 2).  1 <= x < 2:
     ``z = (x - 1) + sqrt((x - 1)(x + 1))``, x - 1 and x + 1 each one safe operation on the exact x (no
     cancellation error: e_a relative), the product mu, the square root e_sqrt: ``zeta =
     (1 + e_a)^2 (1 + e_sqrt)(1 + mu) - 1``; log1p(z) then within ``(1 + e_log1p)(1 + zeta) - 1``.
     x >= 2: ``log(x) + log1p(sqrt(1 - (1/x)^2))`` (nothing overflows; both terms >= 0.62):
     ``tau = (1 + e_rec)^2 (1 + mu) - 1``, ``rho = (1 + e_sqrt)(1 + e_a)(1 + tau) - 1``, the sum within
-    ``(1 + max(e_log, (1 + e_log1p)(1 + rho) - 1))(1 + e_a) - 1``.  ``absolute = 2 units eta``."""
+    ``(1 + max(e_log, (1 + e_log1p)(1 + rho) - 1))(1 + e_a) - 1``.  ``absolute = 2 units eta``.
+    Near 1 the terms of P = (x - 1)(x + 1) reach the underflow threshold: P errs by at most
+    ``c = mul_underflow_term + 2 R eta`` more, its square root S by ``c / (2 S)``, which relative to
+    f >= S / 3 is ``3 c / (2 P) <= near_one / (x - 1)`` with ``near_one = c`` (P >= 2 (x - 1))."""
     fmt, e_a, mu, _, e_sq = _ops(R, dtype)
     e_l1p, units = elementary_parts("log1p", R, dtype)
     e_log, _ = elementary_parts("log", R, dtype)
@@ -212,18 +217,26 @@ def acosh_bound(R: int, dtype) -> tuple:
     tau = (1 + e_rec) ** 2 * (1 + mu) - 1
     rho = (1 + e_sq) * (1 + e_a) * (1 + tau) - 1
     big = (1 + max(e_log, (1 + e_l1p) * (1 + rho) - 1)) * (1 + e_a) - 1 + 32 * fmt.eta
-    return bounds.round_up(max(small, big)), 2 * units * fmt.eta
+    near_one = bounds.mul_underflow_term(R, fmt) + 2 * R * fmt.eta
+    return bounds.round_up(max(small, big)), 2 * units * fmt.eta, near_one
 
 
 def atanh_bound(R: int, dtype) -> tuple:
-    """(relative, absolute) bound of :func:`atanh`: ``q = 2a / (1 - a)`` (a = |x| < 1; 2a exact, 1 - a
-    one safe subtraction on the exact a: e_a relative, the division e_div) within
-    ``zeta = (1 + e_div)/(1 - e_a) - 1``; log1p(q) (>= q / (1 + q)) within ``(1 + e_log1p)(1 + zeta) - 1``;
-    the halving exact but below the normal range.  ``absolute = (units + R) eta``."""
+    """(relative, absolute) bound of :func:`atanh` (a = |x| < 1; 1 - a is one safe subtraction on the
+    exact a: e_a relative, no cancellation error).  a < 1/2: ``q = 2a / (1 - a)`` (2a exact, the
+    division e_div) within ``zeta = (1 + e_div)/(1 - e_a) - 1``; log1p(q) (>= q / (1 + q)) within
+    ``(1 + e_log1p)(1 + zeta) - 1``.  a >= 1/2: ``log1p(a) - log(1 - a)``, log1p(a) >= 0.4 within
+    e_log1p, log(1 - a) <= -ln 2 moved by at most ``e_a / (1 - e_a) <= 2 e_a |log(1 - a)|`` by the
+    subtraction's error, then e_log: the difference of a positive and a negative term within
+    ``(1 + max(e_log1p, (1 + e_log)(1 + 2 e_a) - 1))(1 + e_a) - 1``.  The halving is exact but below the
+    normal range: ``absolute = (2 units + R) eta``."""
     fmt, e_a, _, e_div, _ = _ops(R, dtype)
     e_l1p, units = elementary_parts("log1p", R, dtype)
+    e_log, _ = elementary_parts("log", R, dtype)
     zeta = (1 + e_div) / (1 - e_a) - 1
-    return bounds.round_up((1 + e_l1p) * (1 + zeta) - 1), (units + R) * fmt.eta
+    small = (1 + e_l1p) * (1 + zeta) - 1
+    big = (1 + max(e_l1p, (1 + e_log) * (1 + 2 * e_a) - 1)) * (1 + e_a) - 1
+    return bounds.round_up(max(small, big)), (2 * units + R) * fmt.eta
 
 
 def logaddexp_bound(R: int, dtype, diff, base2: bool = False) -> tuple:
@@ -399,16 +412,20 @@ def acosh(x):
 
 
 def atanh(x):
-    """``np.arctanh``: ``sign(x) log1p(2|x| / (1 - |x|)) / 2`` (no cancellation near 0 nor near 1: 1 - |x|
-    is computed on the exact x); atanh(+-1) = +-inf, NaN for |x| > 1 and NaN, +-0 kept.  Bound
+    """``np.arctanh``: ``sign(x) log1p(2|x| / (1 - |x|)) / 2`` for |x| < 1/2 (no cancellation near 0),
+    ``sign(x) (log1p(|x|) - log(1 - |x|)) / 2`` above (no overflow of 2|x| / (1 - |x|) near 1; 1 - |x| is
+    computed on the exact x); atanh(+-1) = +-inf, NaN for |x| > 1 and NaN, +-0 kept.  Bound
     :func:`atanh_bound`."""
     x = _expansion(x, "np.arctanh")
     a = absolute(x)
     inside = _mask(compare("lt", a, 1.0), x)
+    small = _mask(compare("lt", a, 0.5), x)
     with np.errstate(all="ignore"):
-        s = where(inside, a, 0.0)
-        q = binary("div", binary("mul", s, 2.0), binary("sub", 1.0, s))
-        r = copysign(binary("mul", log1p(q), 0.5), x)
+        s = where(small, a, 0.0)
+        rs = log1p(binary("div", binary("mul", s, 2.0), binary("sub", 1.0, s)))
+        h = where(inside & ~small, a, 0.5)
+        rh = binary("sub", log1p(h), log(binary("sub", 1.0, h)))
+        r = copysign(binary("mul", where(small, rs, rh), 0.5), x)
     one = _mask(compare("eq", a, 1.0), x)
     negative_x = _mask(signbit(x), x)
     r = where(one & negative_x, -np.inf, where(one & ~negative_x, np.inf, r))
