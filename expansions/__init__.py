@@ -13,8 +13,8 @@ pure-Python exact reference checks both and the proven error bounds.
     0.8696044010893587
 """
 
-# numpy_protocol, linalg, numpy_math and numpy_statistics register NumPy functions
-from . import bounds, formats, linalg, numpy_math, numpy_protocol, numpy_statistics  # noqa: F401
+# numpy_protocol, linalg, numpy_math, numpy_statistics and numpy_ufuncs register NumPy functions
+from . import bounds, formats, linalg, numpy_math, numpy_protocol, numpy_statistics, numpy_ufuncs  # noqa: F401
 from .arraytype import ExpansionArray
 from .backends import set_cpu_backend
 from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros
@@ -75,6 +75,23 @@ from .manipulation import (
     where,
     zeros_like,
 )
+from .numpy_ufuncs import (
+    acosh,
+    asinh,
+    atanh,
+    cbrt,
+    exp2,
+    hypot,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    matvec,
+    vecdot,
+    vecmat,
+)
 from .operations import absolute, add, div, mul, negative, reciprocal, renormalize, sqrt, sub
 from .programs import FuseError, fuse
 from .reduce import (
@@ -103,6 +120,21 @@ from .ufuncs import copysign, fabs, fmax, fmin, frexp, heaviside, ldexp, modf, s
 __version__ = "0.1.0"
 
 __all__ = [
+    "acosh",
+    "asinh",
+    "atanh",
+    "cbrt",
+    "exp2",
+    "hypot",
+    "logaddexp",
+    "logaddexp2",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "matvec",
+    "vecdot",
+    "vecmat",
     "copysign",
     "fabs",
     "fmax",

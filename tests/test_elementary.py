@@ -247,8 +247,8 @@ def test_bad_input():
         ex.pow(2.0, 3)
     with pytest.raises(ValueError, match="broadcast"):
         ex.atan2(x, ex.array([1.0, 2.0, 3.0], terms=2))
-    with pytest.raises(TypeError, match="exp2"):
-        np.exp2(x)
+    with pytest.raises(TypeError, match="spacing"):
+        np.spacing(x)
     with pytest.raises(ValueError, match="unknown elementary function"):
         bounds.elementary("gamma", 2, "float64")
 

@@ -128,10 +128,10 @@ def test_comparisons_are_exact():
 
 def test_other_ufuncs_and_methods_are_not_implemented():
     x = ex.random((3,), terms=2, seed=8)
-    for f in (np.exp2, np.arcsinh, np.cbrt, np.spacing):
+    for f in (np.spacing, np.bitwise_not, np.isnat):
         with pytest.raises(TypeError):
             f(x)
-    for f in (lambda: np.logaddexp(x, x), lambda: np.hypot(x, 2), lambda: np.add.accumulate(x),
+    for f in (lambda: np.gcd(x, x), lambda: np.left_shift(x, 2), lambda: np.add.accumulate(x),
               lambda: np.multiply.reduce(x), lambda: np.add.outer(x, x), lambda: np.nextafter(x, 1)):
         with pytest.raises(TypeError):
             f()
