@@ -13,8 +13,8 @@ pure-Python exact reference checks both and the proven error bounds.
     0.8696044010893587
 """
 
-# numpy_protocol, linalg, numpy_math and numpy_statistics register NumPy functions
-from . import bounds, formats, linalg, numpy_math, numpy_protocol, numpy_statistics  # noqa: F401
+# numpy_protocol, linalg, numpy_math, numpy_einsum and numpy_statistics register NumPy functions
+from . import bounds, formats, linalg, numpy_einsum, numpy_math, numpy_protocol, numpy_statistics  # noqa: F401
 from .arraytype import ExpansionArray
 from .backends import set_cpu_backend
 from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros
