@@ -13,8 +13,17 @@ pure-Python exact reference checks both and the proven error bounds.
     0.8696044010893587
 """
 
-# numpy_protocol, linalg, numpy_math, numpy_statistics and numpy_ufuncs register NumPy functions
-from . import bounds, formats, linalg, numpy_math, numpy_protocol, numpy_statistics, numpy_ufuncs  # noqa: F401
+# numpy_protocol, linalg, numpy_math, numpy_einsum, numpy_statistics and numpy_ufuncs register NumPy functions
+from . import (  # noqa: F401
+    bounds,
+    formats,
+    linalg,
+    numpy_einsum,
+    numpy_math,
+    numpy_protocol,
+    numpy_statistics,
+    numpy_ufuncs,
+)
 from .arraytype import ExpansionArray
 from .backends import set_cpu_backend
 from .creation import array, empty, from_dlpack, from_terms, full, ones, random, zeros

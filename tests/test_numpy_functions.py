@@ -614,7 +614,7 @@ def test_every_numpy_ufunc_works_or_refuses_clearly(name):
 #: the other tests cover): each must be implemented for expansions.
 PORTED = ["std", "var", "median", "percentile", "quantile", "round", "around", "diff", "outer", "polyval", "cross",
           "convolve", "interp", "trapezoid", "average", "nanmean", "nansum", "ptp", "kron", "unique", "cumprod",
-          "cumsum", "mean", "sum", "prod", "dot", "matmul", "sort", "clip", "where", "concatenate"]
+          "cumsum", "mean", "sum", "prod", "dot", "matmul", "sort", "clip", "where", "concatenate", "einsum"]
 
 
 def test_the_array_functions_users_port_are_implemented():
