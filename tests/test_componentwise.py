@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import expansions as ex
@@ -188,10 +188,13 @@ def test_structured_scalings_property(seed, kind, R, dtype, n, span):
 @settings(deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from([2, 3, 4]), st.sampled_from([np.float64, np.float32]),
        st.integers(2, 20), st.integers(1, 12), st.integers(0, 400))
+@example(4292, 3, np.float64, 2, 12, 361)  # found in a fresh clone: with a span cap of 450 a product overflowed
 def test_random_spans_property(seed, R, dtype, m, n, span):
     """Any shape, term count and span up to the format's range (float32: its smaller range)."""
     fmt = format_of(dtype)
-    span = min(span, 36 if dtype == np.float32 else 450)  # products within the range (no overflow)
+    # products within the range (no overflow): an entry of A or B reaches 2^(1.5 span) (its row or column
+    # scale and the jitter), a product 2^(3 span), a sum of 12 of them 4 bits more
+    span = min(span, 36 if dtype == np.float32 else 320)
     rng = np.random.default_rng(seed)
     A = spread_terms(rng, (m, n), R, dtype, rng.integers(-span, span + 1, m), np.zeros(n, int), jitter=span // 2)
     B = spread_terms(rng, (n, 3), R, dtype, np.zeros(n, int), rng.integers(-span, span + 1, 3), jitter=span // 2)
