@@ -19,8 +19,20 @@ RS = (2, 3, 4, 5, 8, 13, 16, 31, 32)
 DTYPES = ("float64", "float32")
 
 
-def bits(a: np.ndarray) -> np.ndarray:
+def bits(a) -> np.ndarray:
+    """The bits of a terms array, or of an ExpansionArray's terms, as unsigned integers."""
+    a = getattr(a, "terms", a)
     return np.ascontiguousarray(a).view(UINT[a.dtype])
+
+
+def same(a, b) -> bool:
+    """Two ExpansionArrays equal bit for bit: shape, number of terms, term type and every term."""
+    return a.shape == b.shape and a.nterms == b.nterms and a.dtype == b.dtype and np.array_equal(bits(a), bits(b))
+
+
+def exact_array(x) -> np.ndarray:
+    """An ExpansionArray's exact values as an object array of Fractions (a 0-d array for a 0-d x)."""
+    return np.array(x.to_fraction(), dtype=object)
 
 
 def reference(op: str, R: int, dtype: str, *arrays) -> np.ndarray:

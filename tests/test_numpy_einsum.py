@@ -9,27 +9,14 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from helpers import exact_array as fr
+from helpers import same
 
 import expansions as ex
 from expansions import bounds
 from expansions.formats import format_of
 
 FORMATS = [(2, "float64"), (4, "float64"), (2, "float32"), (3, "float32")]
-UINT = {np.dtype(np.float64): np.uint64, np.dtype(np.float32): np.uint32}
-
-
-def bits(x):
-    return np.ascontiguousarray(x.terms).view(UINT[x.dtype])
-
-
-def same(a, b):
-    return a.shape == b.shape and a.nterms == b.nterms and a.dtype == b.dtype and np.array_equal(bits(a), bits(b))
-
-
-def fr(x):
-    return np.array(x.to_fraction(), dtype=object)
-
-
 def rand(shape, R, dtype, seed):
     return ex.random(shape, terms=R, dtype=dtype, seed=seed, exponent_range=(-4, 4),
                      min_exponent=-400 if dtype == "float64" else -50)

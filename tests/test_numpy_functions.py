@@ -12,6 +12,8 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from helpers import exact_array as fr
+from helpers import same
 
 import expansions as ex
 from expansions import bounds
@@ -21,22 +23,6 @@ from expansions.numpy_statistics import var_bound
 from expansions.reference.mpf import fraction_from_mpf
 
 FORMATS = [(2, "float64"), (3, "float64"), (5, "float64"), (2, "float32"), (3, "float32")]
-UINT = {np.dtype(np.float64): np.uint64, np.dtype(np.float32): np.uint32}
-
-
-def bits(x):
-    return np.ascontiguousarray(x.terms).view(UINT[x.dtype])
-
-
-def same(a, b):
-    return a.shape == b.shape and a.nterms == b.nterms and a.dtype == b.dtype and np.array_equal(bits(a), bits(b))
-
-
-def fr(x):
-    """The exact values as an object array (a 0-d array for a 0-d x)."""
-    return np.array(x.to_fraction(), dtype=object)
-
-
 def rand(shape, R, dtype, seed, lo=-4, hi=4):
     """Random expansions whose products keep their errors above the underflow threshold."""
     return ex.random(shape, terms=R, dtype=dtype, seed=seed, exponent_range=(lo, hi),

@@ -13,6 +13,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from helpers import bits
 
 import expansions as ex
 from expansions import bounds
@@ -29,13 +30,6 @@ from expansions.numpy_ufuncs import (
 
 FORMATS = [(2, "float64"), (4, "float64"), (2, "float32"), (3, "float32"), (8, "float64"), (8, "float32")]
 PREC = 1200  # bits of the mpmath reference: far beyond R = 4 float64 (about 212 bits)
-UINT = {np.dtype(np.float64): np.uint64, np.dtype(np.float32): np.uint32}
-
-
-def bits(x):
-    return np.ascontiguousarray(x.terms).view(UINT[x.dtype])
-
-
 def mpf(q: Fraction):
     return mpmath.mpf(q.numerator) / q.denominator
 

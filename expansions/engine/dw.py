@@ -94,6 +94,15 @@ def _two_sum(a, b):
 
 
 @njit(**_SCALAR)
+def _double_word(hi, lo):
+    """Twin: :func:`expansions.dw.cpu.double_word`: ``2Sum(hi, lo)`` where ``RN(hi + lo) != hi``, else
+    ``(hi, lo)`` as they are."""
+    if hi + lo == hi:
+        return hi, lo
+    return _two_sum(hi, lo)
+
+
+@njit(**_SCALAR)
 def _fast_two_sum(a, b):
     """Dekker's Fast2Sum (twin: :func:`expansions.cpu.eft.fast_two_sum`)."""
     s = a + b

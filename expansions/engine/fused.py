@@ -53,7 +53,7 @@ from numba.extending import overload
 
 from .. import bounds
 from ..formats import check_terms, format_of
-from .dw import _c, _dw_div_dw2, _dw_sqrt, _two_sum
+from .dw import _c, _double_word, _dw_div_dw2, _dw_sqrt
 from .kernels import OPTIONS, PARALLEL, leading_exponent, operands, terms_array
 from .simd import (
     LANES,
@@ -882,10 +882,8 @@ def newton_start(ws, A, m, rsqrt, dst):
     emulated FMA and two-product)."""
     L = lanes_of(ws)
     for j in range(L):
-        h = ws[A * L + j]
-        lo = ws[(A + 1) * L + j] if m > 1 else _c(h, 0.0)
-        if not h + lo == h:  # a NaN sum counts as different
-            h, lo = _two_sum(h, lo)
+        a0 = ws[A * L + j]
+        h, lo = _double_word(a0, ws[(A + 1) * L + j] if m > 1 else _c(a0, 0.0))
         if rsqrt:
             h, lo = _dw_sqrt(h, lo)
         zh, zl = _dw_div_dw2(_c(h, 1.0), _c(h, 0.0), h, lo)

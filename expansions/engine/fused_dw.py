@@ -58,7 +58,7 @@ from numba.extending import overload
 from ..dw import ALGORITHMS
 from ..formats import FLOAT32, FLOAT64, dw_scale_limit
 from . import dw as _dw
-from .dw import _KERNEL, _OP, _SCALAR, _c, _two_sum
+from .dw import _KERNEL, _OP, _SCALAR, _c, _double_word, _two_sum
 from .fused import lanes_of
 from .kernels import leading_exponent
 
@@ -248,15 +248,6 @@ def _underflow_exponents(kind, xh, yh):
     kx = -leading_exponent(xh)
     ky = -leading_exponent(yh)
     return kx, ky, ky - kx
-
-
-@njit(**_SCALAR)
-def _double_word(hi, lo):
-    """Twin: :func:`expansions.dw.cpu.double_word`: ``2Sum(hi, lo)`` where ``RN(hi + lo) != hi``, else
-    ``(hi, lo)`` as they are."""
-    if hi + lo == hi:
-        return hi, lo
-    return _two_sum(hi, lo)
 
 
 @njit(**_SCALAR)
