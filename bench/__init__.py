@@ -1,3 +1,32 @@
+"""Helpers every benchmark of bench/ shares: the machine's CPU model, a log that is also printed, and the
+note on the machine's load."""
+
+import platform
+from pathlib import Path
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what ``platform`` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def log_to(path):
+    """A ``say(line)`` that prints the line and appends it to the file ``path`` (created anew), flushed at
+    once, so that a benchmark's raw output is kept even when it is interrupted."""
+    log = open(path, "w")
+
+    def say(s):
+        print(s, flush=True)
+        log.write(s + "\n")
+        log.flush()
+
+    return say
 
 
 def load_note(load, cores: int) -> str:

@@ -69,7 +69,7 @@ from expansions.__main__ import device_slug, environment
 from expansions.generate import random_terms
 from expansions.reduce import choose_method
 
-from . import load_note
+from . import cpu_model, load_note
 
 NS = (100, 300, 1000, 2000)
 RS = (2, 3, 4, 8)
@@ -429,15 +429,6 @@ def readme_table(result: dict, n: int = 1000, threads: str = "1") -> str:
                       f"(exact; stated bound 8 n u = {ill['bound']:.1e})."]
     return "\n".join(lines)
 
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def blas_name() -> str:

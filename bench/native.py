@@ -82,7 +82,7 @@ import expansions as ex
 from expansions.__main__ import environment
 from expansions.generate import random_terms
 
-from .peers import cpu_model
+from . import cpu_model
 
 OPS = ("add", "sub", "mul", "div", "sqrt", "exp", "log", "sin")
 TERMS = (2, 3, 4, 8, 16, 32)

@@ -55,7 +55,7 @@ import expansions as ex
 from expansions.__main__ import device_slug, environment
 from expansions.generate import random_terms
 
-from . import load_note
+from . import cpu_model, load_note
 
 OPS = ("add", "sub", "mul", "div", "sqrt", "dot")
 RS = (2, 4, 8, 16, 32)
@@ -224,15 +224,6 @@ def versions() -> dict:
         v["gmpy2"] = f"absent ({exc})"
     return v
 
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def executors_for(R, x, y, s, xm, ym, sm, args, all_threads, notes):

@@ -38,7 +38,7 @@ from expansions.__main__ import device_slug, environment  # noqa: E402
 from expansions.formats import FLOAT64  # noqa: E402
 from expansions.reduce import choose_method  # noqa: E402
 
-from . import load_note  # noqa: E402
+from . import load_note, log_to  # noqa: E402
 from .linalg import timed  # noqa: E402
 
 
@@ -202,12 +202,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"scaled_{device_slug()}"
-    log = open(f"{stem}.log", "w")
-
-    def say(s):
-        print(s, flush=True)
-        log.write(s + "\n")
-        log.flush()
+    say = log_to(f"{stem}.log")
 
     env = environment()
     load = {"start": list(os.getloadavg())}

@@ -58,7 +58,7 @@ import numpy.ma  # noqa: F401  (before numpy-quaddtype, which breaks its later i
 import expansions as ex
 from expansions.__main__ import device_slug, environment
 
-from . import load_note, native
+from . import load_note, log_to, native
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "workloads" / "peers.cpp"
@@ -484,12 +484,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"workloads_{device_slug()}"
-    log = open(f"{stem}.log", "w")
-
-    def say(s):
-        print(s, flush=True)
-        log.write(s + "\n")
-        log.flush()
+    say = log_to(f"{stem}.log")
 
     env = environment()
     command = ("python -m bench.workloads " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
