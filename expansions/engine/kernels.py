@@ -29,6 +29,14 @@ from numba import njit, types
 from numba.core.caching import FunctionCache
 from numba.extending import overload
 
+# numba's OpenMP threading layer (its choice where libgomp is present) leaves its worker threads spinning
+# after a parallel loop; where other processes share the cores, a spinning worker uses up its turn and the
+# next loop waits for the scheduler's tick before the worker runs its share: milliseconds per call whatever
+# the size (R = 2 addition of 4096 expansions on 2 busy cores: 8-20 ms instead of 0.07-0.1 ms; python -m
+# bench.parallel_wait).  Workers that sleep at once and are woken cost microseconds instead.  libgomp reads
+# the variable when numba first starts its threads, after this import; a user's own setting is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 #: Options of every compiled function: no fastmath (IEEE operations, no contraction), IEEE division.
 OPTIONS = {"cache": True, "error_model": "numpy"}
 #: Options of the parallel kernels (a ``prange`` over blocks of expansions).
