@@ -1,8 +1,9 @@
 """Verification of the proven bounds: exact errors of the kernels' results against expansions.bounds.
 
 For each (operation, R, dtype) the inputs are drawn from the adversarial families of the design
-notes (:func:`families`) and the edge families (:func:`edge_families`: interior zeros, subnormal
-terms, the top and the bottom of the range), at leading exponents chosen so that every term is
+notes (:func:`expansions.testing.mixed_pairs`) and the edge families
+(:func:`expansions.testing.edge_pairs`: interior zeros, subnormal terms, the top and the bottom of
+the range), at leading exponents chosen so that every term is
 exercised (:func:`centers`); the backend (the NumPy twins, the engine, or the GPU kernels) computes
 the results, and the error of every result is computed exactly with rationals.  A row that measured
 no error at all has the status :data:`NO_ERROR_MEASURED` (:func:`status`).  A case violates the bound when
@@ -37,9 +38,9 @@ from tqdm import tqdm
 from . import backends
 from . import bounds as B
 from .formats import format_of
-from .generate import random_terms
 from .reference.exact import exact_rows
 from .reference.fp import exponent, round_fraction, to_float
+from .testing import SPREAD, edge_pairs, mixed_pairs
 
 OPERATIONS = ("add_safe", "add_fast", "mul", "renormalize")
 NEWTON_OPERATIONS = ("div", "reciprocal", "sqrt")
@@ -96,62 +97,6 @@ def _valid(terms) -> np.ndarray:
     return np.isfinite(terms).all(axis=1)
 
 
-def families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str, center: int = 0):
-    """Pairs (x, y) of (N, R) term arrays mixing the design notes' adversarial families:
-    random; massive cancellation (y = -x except from a random term on); Sterbenz pairs; exponent
-    gaps of 0..p bits; interleaved zeros and one-bit (ulp) overlaps; same signs; near underflow.
-    The leading exponents lie within ``center`` +- :data:`SPREAD` (the near-underflow family apart)."""
-    fmt = format_of(dtype)
-    p = fmt.p
-    seeds = rng.integers(0, 2**31, size=16)
-    k = max(1, N // 8)
-    parts = []
-
-    def gen(n, s, **kw):
-        kw.setdefault("exponent_range", (center - SPREAD, center + SPREAD))
-        return random_terms((n,), R, dtype, seed=int(s), **kw)
-
-    # random
-    n0 = N - 6 * k
-    parts.append((gen(n0, seeds[0]), gen(n0, seeds[1])))
-    # cancellation: y = -x up to term j, then an unrelated tail below ulp(x_{j-1})
-    x = gen(k, seeds[2])
-    y = -x
-    j = rng.integers(1, R, size=k)
-    tail = gen(k, seeds[3], exponent_range=(0, 0))
-    for i in range(k):
-        jj = j[i]
-        nz = np.flatnonzero(x[i, :jj])
-        _, e_prev = np.frexp(float(x[i, nz[-1]]))  # last nonzero term before the tail
-        scale = int(e_prev) - 1 - p - int(rng.integers(0, 3))
-        y[i, jj:] = np.ldexp(tail[i, : R - jj].astype(np.float64), scale).astype(dtype)
-    parts.append((x, y))
-    # Sterbenz: y0 within a factor 2 of -x0
-    x = gen(k, seeds[4])
-    y = gen(k, seeds[5], exponent_range=(0, 0))
-    _, ex0 = np.frexp(x[:, 0].astype(np.float64))
-    shift = (ex0 - 1 + rng.integers(-1, 1, size=k)).astype(np.int32)
-    y = np.ldexp(y.astype(np.float64), shift[:, None]).astype(dtype)
-    y = np.where((np.sign(y[:, :1]) == np.sign(x[:, :1])), -y, y)
-    parts.append((x, y))
-    # exponent gaps of 0..p bits between terms
-    parts.append((gen(k, seeds[6], max_gap=p), gen(k, seeds[7], max_gap=p)))
-    # zeros inside and one-bit overlaps
-    parts.append((gen(k, seeds[8], p_ulp=0.3, p_zero=0.2), gen(k, seeds[9], p_ulp=0.3, p_zero=0.2)))
-    # same sign, close magnitudes
-    parts.append((gen(k, seeds[10], same_sign=True, exponent_range=(center, center + 1)),
-                  gen(k, seeds[11], same_sign=True, exponent_range=(center, center + 1))))
-    # near underflow: the last terms are subnormal or zero
-    lo = min(fmt.emin + (R - 1) * (p + 2) // 2, fmt.emax // 2 - 6)  # products stay finite
-    parts.append((gen(k, seeds[12], exponent_range=(lo - 4, lo + 4)),
-                  gen(k, seeds[13], exponent_range=(lo - 4, lo + 4))))
-    xs = np.concatenate([a for a, _ in parts])
-    ys = np.concatenate([b for _, b in parts])
-    return xs, ys
-
-
-#: The leading exponents of a family lie within its center +- SPREAD.
-SPREAD = 8
 #: The largest exponent gap (bits beyond p) between the terms of :func:`expansions.generate.random_terms`.
 GAP = 4
 #: A result whose exponent is this far above ``emin + R p`` has an error above the underflow term.
@@ -189,72 +134,19 @@ def centers(op: str, R: int, dtype: str) -> tuple[int, int]:
     return cx, cy
 
 
-def edge_families(N: int, R: int, dtype: str, rng: np.random.Generator, op: str):
-    """Pairs (x, y) of (N, R) term arrays of the valid inputs the adversarial families do not reach,
-    four families of N/4 pairs, each with a partner that keeps the result in range:
-
-    * sparse: interior zero terms followed by nonzero terms (the zeros are skipped by the definition,
-      so the nonzero terms sit at any positions: ``[1, 0, 0, 0, 0, 0, 0, 2^-53]``), at :func:`centers`;
-    * subnormal: a normal leading term near ``2^emin`` whose next terms are subnormal, the last ones
-      repeating the smallest subnormal (allowed: its ulp is itself);
-    * top: leading terms near ``2^emax`` with gaps of up to p bits between the terms;
-    * bottom: leading terms in the lowest binades of the normal range.
-
-    The partner of a tiny x in a product is a large y (the product near 1); in a quotient or a sum a
-    partner of the same family; the reciprocal's and the square root's operand is y, x."""
-    fmt = format_of(dtype)
-    p = fmt.p
-    seeds = iter(rng.integers(0, 2**31, size=16))
-    k = max(1, N // 4)
-    cx, cy = centers(op, R, dtype)
-    low = (fmt.emin, fmt.emin + SPREAD)
-    big = (-fmt.emin - 3 * SPREAD, -fmt.emin - 2 * SPREAD)  # times a tiny leading term: near 2^-2SPREAD
-    high = (fmt.emax - 2 - SPREAD, fmt.emax - 2)
-
-    def gen(exponent_range, **kw):
-        return random_terms((k,), R, dtype, seed=int(next(seeds)), exponent_range=exponent_range, **kw)
-
-    def sparse(center):
-        dense = gen((center - SPREAD, center + SPREAD))
-        out = np.zeros_like(dense)
-        for i in range(k):
-            m = int(rng.integers(1, R + 1))  # nonzero terms, spread over the R positions in order
-            where = np.concatenate([[0], np.sort(rng.choice(np.arange(1, R), m - 1, replace=False))])
-            out[i, where.astype(int)] = dense[i, :m]
-        return out
-
-    def subnormal():
-        t = gen((fmt.emin, fmt.emin + p // 2))
-        smallest = np.asarray(float(fmt.eta), dtype=t.dtype)
-        for i in range(k):
-            zeros = np.flatnonzero(t[i] == 0)
-            fill = zeros[rng.random(zeros.size) < 0.75]
-            t[i, fill] = rng.choice([-1, 1], size=fill.size) * smallest
-        return t
-
-    def partner(x_range):
-        """y of the same family as x in a sum, a quotient, a square root or a reciprocal; large in a product."""
-        return gen(big) if op == "mul" else gen(x_range)
-
-    tiny = subnormal()
-    parts = [(sparse(cx), sparse(cy)),
-             (tiny, gen(big) if op == "mul" else subnormal()),
-             (gen(high, max_gap=p), gen((-high[1], -high[0])) if op == "mul" else gen(high, max_gap=p)),
-             (gen(low), partner(low))]
-    return np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
-
-
 def inputs(N: int, R: int, dtype: str, rng: np.random.Generator, op: str, edge: bool = True):
-    """The verification's pairs (x, y) for ``op``: the adversarial families (:func:`families`) at the
-    exponents of :func:`centers`, and (``edge``) a quarter of the cases from :func:`edge_families`."""
+    """The verification's pairs (x, y) for ``op``: the adversarial families
+    (:func:`expansions.testing.mixed_pairs`) at the exponents of :func:`centers`, and (``edge``) a
+    quarter of the cases from :func:`expansions.testing.edge_pairs` (the sparse rows at
+    :func:`centers`, the partners of a multiplication where ``op`` is one)."""
     edge = N // 4 if edge else 0
     cx, cy = centers(op, R, dtype)
-    x, y = families(N - edge, R, dtype, rng, op, center=cx)
+    x, y = mixed_pairs(N - edge, R, dtype, rng, center=cx)
     if cy != cx:
-        y = families(N - edge, R, dtype, rng, op, center=cy)[1]
+        y = mixed_pairs(N - edge, R, dtype, rng, center=cy)[1]
     if not edge:
         return x, y
-    ex, ey = edge_families(edge, R, dtype, rng, op)
+    ex, ey = edge_pairs(edge, R, dtype, rng, centers=(cx, cy), product=op == "mul")
     return np.concatenate([x, ex]), np.concatenate([y, ey])
 
 

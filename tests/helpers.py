@@ -1,4 +1,5 @@
-"""Shared test helpers: bit views, reference runs on arrays, adversarial inputs, failure tables."""
+"""Shared test helpers: bit views, reference runs on arrays, failure tables, the warp emulator's build;
+the adversarial inputs come from :mod:`expansions.testing`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from pathlib import Path
 import numpy as np
 
 from expansions.formats import format_of
-from expansions.generate import random_terms
 from expansions.reference import algorithms as A
 from expansions.reference.fp import from_float, to_float
 
@@ -59,32 +59,6 @@ def failure_table(inputs, got, want, limit=5) -> str:
         lines.append("  got   : " + " ".join(float(v).hex() for v in got[i]))
         lines.append("  want  : " + " ".join(float(v).hex() for v in want[i]))
     return "\n".join(lines)
-
-
-def adversarial_pairs(N: int, R: int, dtype: str, seed: int):
-    """x, y mixing random, cancellation, Sterbenz, gaps, zeros, ulp overlaps, same sign, near
-    underflow (the verification's families), keeping 2Prod errors above the underflow threshold for
-    float64 (where the twin's Dekker product and the FMA may differ)."""
-    from expansions.verify import families
-
-    x, y = families(N, R, dtype, np.random.default_rng(seed), "add_safe")
-    if dtype == "float64":
-        x = _flush_low(x, -480)
-        y = _flush_low(y, -480)
-    return x, y
-
-
-def _flush_low(a, emin_keep):
-    """Zero the terms below 2**emin_keep (keeps products' errors representable)."""
-    a = a.copy()
-    a[np.abs(a) < np.ldexp(1.0, emin_keep)] = 0
-    return a
-
-
-def safe_random(N, R, dtype, seed, **kw):
-    """Random expansions whose float64 products keep representable errors (see adversarial_pairs)."""
-    kw.setdefault("min_exponent", -400 if dtype == "float64" else None)
-    return random_terms((N,), R, dtype, seed=seed, **kw)
 
 
 def nvrtc_available() -> bool:

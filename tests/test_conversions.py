@@ -51,6 +51,7 @@ from expansions import cuda
 from expansions.formats import FLOAT32, FLOAT64
 from expansions.reference.exact import fraction_from_mpf, round_to_expansion
 from expansions.reference.fp import round_fraction, to_float
+from expansions.testing import arbitrary_expansions as expansions_any
 
 FMT = {"float64": FLOAT64, "float32": FLOAT32}
 UINT = {"float64": np.uint64, "float32": np.uint32}
@@ -549,35 +550,6 @@ def test_from_terms_and_from_dlpack_keep_the_bits(data, dtype):
 
 # ----------------------------------------------------------------------------------------------
 # output
-
-
-@st.composite
-def expansions_any(draw, finite=False):
-    """Arbitrary terms: overlapping or not, ties (a term exactly half an ulp of the one before),
-    signed zeros, subnormals, and non-finite terms (unless finite)."""
-    R = draw(Rs)
-    dtype = draw(DTYPES)
-    width = 64 if dtype == "float64" else 32
-    fl = st.floats(width=width, allow_nan=not finite, allow_infinity=not finite)
-    kind = draw(st.sampled_from(["random", "chained", "greedy"]))
-    if kind == "random":
-        t = [draw(fl) for _ in range(R)]
-    elif kind == "greedy":
-        return ex.array(draw(st.one_of(dyadic, st.fractions())), terms=R, dtype=dtype)
-    else:
-        fmt = FMT[dtype]
-        t = [draw(st.floats(width=width, allow_nan=False, allow_infinity=False))]
-        for _ in range(R - 1):
-            prev = t[-1]
-            if prev == 0 or draw(st.integers(0, 5)) == 0:
-                t.append(draw(st.sampled_from([0.0, -0.0])))
-                continue
-            _, e = math.frexp(prev)
-            half_ulp = math.ldexp(1.0, max(e - 1, fmt.emin) - fmt.p)
-            m = draw(st.sampled_from([1.0, -1.0, 0.5, -0.75, 1 - 2.0**-20])) if draw(st.booleans()) else \
-                draw(st.floats(-1, 1, width=width))
-            t.append(float(np.asarray(half_ulp * m, dtype=dtype)))
-    return ex.from_terms(np.array(t, dtype=dtype))
 
 
 def value_of(x):

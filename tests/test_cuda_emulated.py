@@ -26,14 +26,15 @@ from expansions.baselines import cpu as baseline_twin
 from expansions.cpu import kernels as twin
 from expansions.cpu import newton as newton_twin
 from expansions.cuda import build as B
-from expansions.formats import format_of
-from expansions.generate import random_terms
+from expansions.testing import family
 
 HERE = Path(__file__).resolve().parent
 RS = (2, 3, 4, 5, 8, 13, 16, 31, 32)
 MIXED = ((2, 4, 4), (4, 2, 8), (8, 8, 4), (1, 3, 2), (16, 8, 32), (3, 1, 2), (5, 7, 3), (32, 1, 4))
-KINDS = ("random", "ulp_zero_same", "cancel", "sterbenz", "arbitrary", "nonfinite", "overflow", "zeros",
-         "shuffled", "subnormal_terms")
+#: The input families (:mod:`expansions.testing`); the baselines also get "ties", the check that the
+#: renormalizing kernels do not return the raw output also "near_underflow".
+KINDS = ("random", "ulp_zero_same_sign", "exact_cancellation", "sterbenz", "arbitrary", "nonfinite",
+         "overflow_threshold", "signed_zeros", "shuffled", "subnormal_terms")
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
 
@@ -156,60 +157,11 @@ def twin_of(inst, x, y):
 
 
 def inputs(inst, count, rng, kind):
-    dt = np.dtype(inst.dtype)
+    """x, y of the family ``kind`` (:func:`expansions.testing.family`) for the instance's sizes."""
     info = B.OPERATIONS[inst.op]
     n, m = inst.N, (inst.M if info.params == "NMR" else inst.R if info.operands == 2 else 1)
-    seed = int(rng.integers(1 << 30))
-    is_mul = "mul" in inst.op
-    kw = dict(dtype=dt, min_exponent=-450 if (is_mul and dt == np.float64) else None)
-    x = random_terms(count, n, seed=seed, **kw)
-    y = random_terms(count, m, seed=seed + 1, **kw)
-    if kind == "ulp_zero_same":
-        x = random_terms(count, n, seed=seed, p_ulp=0.3, p_zero=0.3, same_sign=True, max_gap=0, **kw)
-        y = random_terms(count, m, seed=seed + 1, p_ulp=0.3, p_zero=0.3, **kw)
-    elif kind == "cancel":
-        k = min(n, m)
-        y[:, :k] = -x[:, :k]
-        tiny = random_terms(count, 1, seed=seed + 3, exponent_range=(-60, -30), **kw)[:, 0]
-        y[:, k - 1] = np.where(y[:, k - 1] == 0, tiny, y[:, k - 1])
-        if inst.op.startswith("sub"):
-            y = -y
-    elif kind == "sterbenz":
-        y[:, 0] = (-x[:, 0] * rng.uniform(0.5, 2.0, size=count)).astype(dt)
-    elif kind == "arbitrary":
-        lo, hi = (-40, 40) if dt == np.float64 else (-20, 20)
-        x = (rng.standard_normal((count, n)) * np.exp2(rng.integers(lo, hi, (count, n)))).astype(dt)
-        y = (rng.standard_normal((count, m)) * np.exp2(rng.integers(lo, hi, (count, m)))).astype(dt)
-        x[rng.random((count, n)) < 0.1] = 0
-        x[rng.random((count, n)) < 0.05] *= -0.0
-    elif kind == "nonfinite":
-        vals = np.array([np.inf, -np.inf, np.nan], dtype=dt)
-        for a in (x, y):
-            mask = rng.random(a.shape) < 0.15
-            a[mask] = vals[rng.integers(0, 3, mask.sum())]
-    elif kind == "overflow":
-        big = ((500, 520) if is_mul else (1000, 1023)) if dt == np.float64 else ((60, 70) if is_mul else (120, 127))
-        x = random_terms(count, n, seed=seed, exponent_range=big, dtype=dt)
-        y = random_terms(count, m, seed=seed + 1, exponent_range=big, dtype=dt)
-    elif kind == "subnormal_terms":  # ulp-nonoverlapping, the smallest subnormal repeated: not positional
-        fmt = format_of(dt)
-        x = random_terms(count, n, seed=seed, exponent_range=(fmt.emin, fmt.emin + 2), dtype=dt)
-        eta = np.ldexp(1.0, fmt.emin - fmt.p + 1)
-        x[:, 1:] = np.where(rng.random((count, n - 1)) < 0.7, eta, 0.0) * np.sign(x[:, :1])
-        y = random_terms(count, m, seed=seed + 1, exponent_range=(-fmt.emin - 12, -fmt.emin - 4), dtype=dt)
-        y[:, 4:] = 0  # y's lower terms (at large R far below y_0) would make the two-products' errors
-        # underflow, where the FMA and Dekker's product may differ (the documented exception)
-    elif kind == "underflow":  # x near the underflow threshold: a quotient's lower terms fall below it
-        fmt = format_of(dt)
-        x = random_terms(count, n, seed=seed, exponent_range=(fmt.emin + 1, fmt.emin + fmt.p), dtype=dt)
-    elif kind == "zeros":
-        x = np.where(rng.random((count, n)) < 0.5, -0.0, 0.0).astype(dt)
-        y = np.where(rng.random((count, m)) < 0.5, -0.0, 0.0).astype(dt)
-    elif kind == "ties":  # y = x up to signs: every x_i ties with y_i in magnitude
-        y = np.ascontiguousarray(x[:, :m] * rng.choice(np.array([-1.0, 1.0], dtype=dt), size=(count, m)))
-    elif kind == "shuffled":
-        x = np.take_along_axis(x, rng.permuted(np.tile(np.arange(n), (count, 1)), axis=1), 1)
-    if inst.op == "newton_sqrt" and kind not in ("nonfinite", "zeros"):  # mostly nonnegative radicands
+    x, y = family(kind, inst.op, inst.dtype, n, m, inst.R, count, int(rng.integers(1 << 30)))
+    if inst.op == "newton_sqrt" and kind not in ("nonfinite", "signed_zeros"):  # mostly nonnegative radicands
         x = np.where(rng.random((count, 1)) < 0.9, np.copysign(np.ones_like(x[:, :1]), x[:, :1]), 1) * x
     return np.ascontiguousarray(x), (np.ascontiguousarray(y) if info.operands == 2 else None)
 
@@ -276,5 +228,5 @@ def test_renormalizing_kernels_equal_twin_then_renormalize(libs, op, size):
     if op == "newton_sqrt":
         return
     raw = _failures(lib, insts[:4], rng, lambda inst, x, y: twin_of(B.Instance(*dataclasses.astuple(inst)[:-1]), x, y),
-                    KINDS + ("underflow",))
+                    KINDS + ("near_underflow",))
     assert raw, f"{op}: the renormalizing kernels returned the raw output"

@@ -5,7 +5,7 @@ Each (R, dtype) is compiled once with all 17 functions in one library.  Every fu
 arguments over its domain (random tails: every term is used) and on special values: zeros of both
 signs, infinities, NaN (leading and in the tail), domain errors, the overflow and underflow edges,
 huge trigonometric arguments (1e300, 2^1023), arguments at the branch thresholds (both from
-:mod:`tools.gpu.inputs`, which the GPU runbook draws from too).  The result must be the twin's, bit for
+:mod:`expansions.testing`, which the GPU runbook draws from too).  The result must be the twin's, bit for
 bit.  The emulator checks that every collective is reached by the whole warp, so the per-group
 branches (the twin's per-row branches) are also checked to keep the warp uniform.
 """
@@ -22,7 +22,7 @@ from helpers import emulated_library
 from expansions.cpu import elementary as E
 from expansions.cuda import build as B
 from expansions.cuda.elementary import table
-from tools.gpu.inputs import elementary_domain, elementary_specials
+from expansions.testing import elementary_domain, elementary_specials
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build the warp emulator")
 

@@ -3,7 +3,7 @@
 * every operation of the twins (add_safe, add_fast, sub_safe, sub_fast, mul_truncated, renormalize,
   negate, reciprocal, div, sqrt, reduce, reduce_pass): engine == twin on the bits (signed zeros
   count), for R in 2, 3, 4, 5, 8, 13, 16, 31, 32, float64 and float32, on the verification's input
-  families (``expansions.verify.families``), on the same inputs with NaN or an infinity in some term,
+  families (``expansions.testing.mixed_pairs``), on the same inputs with NaN or an infinity in some term,
   with overflowing results, with operands of other numbers of terms (one-term divisors included);
 * the fused engine (expansions.engine.fused): the kernels and the Newton operations with
   renormalize=True against the twins followed by the (Newton) renormalizer, on the same variants, at
@@ -37,7 +37,7 @@ import expansions.engine.kernels as EK  # noqa: E402
 from expansions.cpu import kernels as TK  # noqa: E402
 from expansions.cpu import newton as TN  # noqa: E402
 from expansions.cpu import reduce as TR  # noqa: E402
-from expansions.verify import families  # noqa: E402
+from expansions.testing import mixed_pairs  # noqa: E402
 
 N = 48  # expansions per family draw; the families hold 6 adversarial kinds of N // 8 each
 
@@ -48,7 +48,7 @@ def assert_same(got, want, *inputs, what=""):
 
 
 def draw(R, dtype, seed, op="add_safe"):
-    return families(N, R, dtype, np.random.default_rng([seed, R, np.dtype(dtype).itemsize]), op)
+    return mixed_pairs(N, R, dtype, np.random.default_rng([seed, R, np.dtype(dtype).itemsize]))
 
 
 def with_nonfinite(x, rng):
@@ -267,7 +267,7 @@ def test_reduce_r2_straight_line_paths(dtype):
 def test_reduce_long_rows_split():
     """Few long rows are cut into chunks for the cores; the tree, and the bits, are the same."""
     R = 3
-    x = families(2000, R, "float64", np.random.default_rng(7), "add_safe")[0]
+    x = mixed_pairs(2000, R, "float64", np.random.default_rng(7))[0]
     for batch, n in ((1, 2000), (2, 1000), (5, 400)):
         assert_same(run(E.reduce, x, batch, n, R), run(TR.reduce, x, batch, n, R), x)
 
@@ -512,7 +512,7 @@ def test_fused_block_sizes(count):
 
     assert fused.SERIAL_BELOW < 4099
     for dtype in DTYPES:
-        x, y = families(max(count, 8), 4, dtype, np.random.default_rng(count), "add_safe")
+        x, y = mixed_pairs(max(count, 8), 4, dtype, np.random.default_rng(count))
         x, y = np.ascontiguousarray(x[:count]), np.ascontiguousarray(y[:count])
         for name, spec in RENORMALIZED.items():
             assert_same(run(lambda a, b: getattr(E, name)(a, b, 4, renormalize=True), x, y),  # noqa: B023

@@ -26,7 +26,7 @@ from expansions.generate import random_terms
 from expansions.programs import _PLANS
 from expansions.programs.cpu import Plan
 from expansions.programs.loop import LoopPlan
-from expansions.verify import families
+from expansions.testing import mixed_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 RS = (2, 3, 4, 5, 8, 13, 16, 32)
@@ -38,7 +38,7 @@ def terms_of(shape, R, dtype, family, seed):
     rng = np.random.default_rng(seed)
     n = int(np.prod(shape, dtype=np.int64))
     if family == "verify" and n:
-        return families(max(n, 8), R, dtype, rng, "add")[int(rng.integers(2))][:n].reshape(shape + (R,))
+        return mixed_pairs(max(n, 8), R, dtype, rng)[int(rng.integers(2))][:n].reshape(shape + (R,))
     t = random_terms((n,), R, dtype, seed=seed, p_zero=0.2)
     fmt = format_of(dtype)
     if family == "nonfinite":

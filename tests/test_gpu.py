@@ -29,7 +29,7 @@ import pytest
 from expansions import cuda
 from expansions.cpu import kernels as twin
 from expansions.generate import random_terms
-from tools.gpu.inputs import FAMILIES, family, skip_family
+from expansions.testing import FAMILIES, family, skip_family
 
 pytestmark = [
     pytest.mark.gpu,
@@ -122,7 +122,7 @@ def _assert_same_bits(got, ref, x, y, what):
 
 
 # ---------------------------------------------------------------------------------------------
-# input families (tools/gpu/inputs.py: the GPU runbook's bitexact part draws the same ones)
+# input families (expansions.testing: the GPU runbook's bitexact part draws the same ones)
 
 
 def _check_families(op, dtype, n, m, R, record_property, seed):

@@ -14,8 +14,8 @@ from test_elementary_emulated import BINARY, FUNCTIONS
 import expansions as ex
 from expansions import cuda
 from expansions.cpu import elementary as twin
-from tools.gpu.inputs import elementary_domain as domain
-from tools.gpu.inputs import elementary_specials as _specials
+from expansions.testing import elementary_domain as domain
+from expansions.testing import elementary_specials as _specials
 
 pytestmark = [
     pytest.mark.gpu,

@@ -95,7 +95,8 @@ def test_imports_inside_functions_only_for_optional_dependencies():
 
 def test_tools_take_nothing_from_the_tests():
     """The tools (the GPU runbook) import the package and each other, never a module of tests/, nor put
-    tests/ on the path: what the tests and the runbook share lives in tools/gpu/inputs.py."""
+    tests/ on the path: what the tests and the runbook share lives in the package (the input families:
+    expansions.testing)."""
     mods = _modules()
     of_tests = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"tests"}
     bad = [f"{path.relative_to(ROOT)}:{line}: import of {t}" for m, path in mods.items() if m.split(".")[0] == "tools"

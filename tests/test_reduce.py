@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from helpers import _flush_low, bits
+from helpers import bits
 
 import expansions as ex
 from expansions import bounds
@@ -19,7 +19,7 @@ from expansions.generate import random_terms
 from expansions.reference import reduce as ref
 from expansions.reference.exact import exact_rows
 from expansions.reference.fp import from_float, to_float
-from expansions.verify import families
+from expansions.testing import flush_below, mixed_pairs
 
 KINDS = ("random", "pairs", "cancel", "spread", "zeros", "nonfinite", "overflow")
 
@@ -32,7 +32,7 @@ def elements(kind, N, R, dt, rng, product=False):
     if kind == "random":
         return random_terms((N,), R, dt, seed=seed, exponent_range=(-20, 20), **kw)
     if kind == "pairs":  # the verification's adversarial pairs, as neighbours of the tree
-        x, y = families(max(16, (N + 1) // 2), R, dt, rng, "add_safe")
+        x, y = mixed_pairs(max(16, (N + 1) // 2), R, dt, rng)
         order = rng.permutation(x.shape[0])  # a mix of the families even for small N
         out = np.stack([x[order], y[order]], axis=1).reshape(-1, R)[:N]
     elif kind == "cancel":  # x, -x neighbours whose sums cancel exactly, with a few survivors
@@ -62,7 +62,7 @@ def elements(kind, N, R, dt, rng, product=False):
     else:
         raise ValueError(kind)
     if product and dt == "float64":  # keep 2Prod errors representable (Dekker = FMA there)
-        out = _flush_low(out, -480)
+        out = flush_below(out, -480)
     return np.ascontiguousarray(out.astype(dt))
 
 

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import _flush_low, bits, emulated_library, nvrtc_available
+from helpers import bits, emulated_library, nvrtc_available
 
 from expansions.cpu import reduce as twin
 from expansions.cuda import build as B
 from expansions.generate import random_terms
+from expansions.testing import flush_below
 
 HERE = Path(__file__).resolve().parent
 RS = (2, 3, 4, 8, 13, 16, 32)
@@ -116,7 +117,7 @@ def elements(kind, N, R, dt, rng, product):
         hi = (emax // 2 - 1, emax // 2 + 1) if product else (emax - 2, emax)
         x = random_terms((N,), R, dt, seed=seed, exponent_range=hi, same_sign=True)
     if product and dt == "float64":
-        x = _flush_low(x, -480)  # the twin's Dekker product equals 2ProdFMA above the underflow range
+        x = flush_below(x, -480)  # the twin's Dekker product equals 2ProdFMA above the underflow range
     return np.ascontiguousarray(x)
 
 

@@ -1,5 +1,5 @@
 """The kernel families of the bit-exactness comparison (the ``bitexact`` parts and ``elementary``):
-for each, its input sets (:mod:`tools.gpu.inputs`), its launch on the device, its CPU side (the engine,
+for each, its input sets (:mod:`expansions.testing`), its launch on the device, its CPU side (the engine,
 or the twins for the ``dw.cuh`` kernels) and the compile units it needs."""
 
 from __future__ import annotations
@@ -13,26 +13,26 @@ import numpy as np
 
 import expansions as ex
 from expansions import backends, dispatch
+from expansions import testing as input_families
 from expansions.baselines import BASELINES
 from expansions.cuda import build, dw_kernels
 from expansions.dw import ALGORITHMS
 from expansions.dw import cpu as dw_twins
 
-from . import inputs as input_families
 from .common import DTYPES
 from .units import PROGRAMS, Unit, kernel_unit
 
 BITEXACT_RS = (2, 3, 4, 8, 16, 32)
 #: Random operands per (family, R, dtype); the special and adversarial sets come on top.
 BITEXACT_COUNT = 100_000
-#: Rows of each special and adversarial set (:data:`tools.gpu.inputs.FAMILIES` other than "random").
+#: Rows of each special and adversarial set (:data:`expansions.testing.FAMILIES` other than "random").
 SPECIAL_ROWS = 1024
 #: Chunk size of the reductions' passes in the comparison (one kernel instance per R and dtype).
 REDUCE_CHUNK = 64
 
 
 def input_sets(flavour: str, R: int, dtype: str, count: int, special: int, seed: int):
-    """[(set name, x, y)]: the input families of tests/test_gpu.py (:mod:`tools.gpu.inputs`: random,
+    """[(set name, x, y)]: the input families of tests/test_gpu.py (:mod:`expansions.testing`: random,
     ulp/zero/same sign, wide gaps, cancellation, Sterbenz, arbitrary floats, close magnitudes, NaN/Inf,
     overflow, underflow, signed zeros) for the operation ``flavour`` (its float64 product rules: no term
     below 2^-450, no underflow family), ``count`` random rows and ``special`` rows of each other family."""
@@ -159,7 +159,7 @@ def _baseline_family(name):
 
 def elementary_inputs(f, R, dtype, count, seed):
     """tests/test_elementary_emulated.py's domain of ``f`` (``count`` random rows) and its special values
-    (:mod:`tools.gpu.inputs`)."""
+    (:mod:`expansions.testing`)."""
     x, y = input_families.elementary_domain(f, count, R, dtype, np.random.default_rng(seed))
     sx, sy = input_families.elementary_specials(f, R, dtype)
     sets = [("domain", x) + (() if y is None else (y,)), ("specials", sx) + (() if sy is None else (sy,))]
