@@ -29,6 +29,9 @@ from numba import njit, types
 from numba.core.caching import FunctionCache
 from numba.extending import overload
 
+from ..formats import FLOAT32, FLOAT64
+from .limits import TINY_EXPONENT32, TINY_EXPONENT64
+
 #: Options of every compiled function: no fastmath (IEEE operations, no contraction), IEEE division.
 OPTIONS = {"cache": True, "error_model": "numpy"}
 #: Options of the parallel kernels (a ``prange`` over blocks of expansions).
@@ -170,8 +173,8 @@ def _ulp_floor(like):
 @overload(_ulp_floor)
 def _ulp_floor_impl(like):
     if isinstance(like, types.Float) and like.bitwidth == 32:
-        return lambda like: (24, 2.0**-149)
-    return lambda like: (53, 2.0**-1074)
+        return lambda like: (FLOAT32.p, 2.0**TINY_EXPONENT32)
+    return lambda like: (FLOAT64.p, 2.0**TINY_EXPONENT64)
 
 
 @njit(**OPTIONS)
