@@ -52,7 +52,7 @@ from numba import get_num_threads, njit, prange
 
 from .. import bounds
 from ..formats import check_terms, format_of
-from .arithmetic import binary_block
+from .arithmetic import binary_block, scratch_rows
 from .blocks import (
     ADD_FAST,
     ADD_SAFE,
@@ -62,13 +62,20 @@ from .blocks import (
     RECIPROCAL,
     RENORMALIZE,
     SQRT,
+    copy_rows,
     lanes_of,
+    ld,
     load_block,
+    negate_rows,
+    nonfinite_rows,
+    st,
     store_block,
     workspace,
 )
-from .kernels import PARALLEL, operands, terms_array
-from .newton import div_block, inverse_block, newton_rows
+from .kernels import PARALLEL, leading_exponent, operands, terms_array
+from .newton import finish_block, newton_start, scale_block
+from .renorm import positional_block
+from .simd import mask_of, splat, vsqrt, where
 
 #: Arrays of fewer expansions run on one thread (the cost of waking the others is not repaid).
 SERIAL_BELOW = 4096
@@ -83,7 +90,8 @@ CHUNKS_PER_THREAD = 4
 @njit(**INNER)
 def operation_rows(n, m, R):
     """Rows of scratch that :func:`operation_block` needs for operands of n and m terms into R."""
-    return newton_rows(n, m, R)
+    k = max(n, m, R)
+    return 6 * R + 5 + 7 * k + scratch_rows(n, m, R)
 
 
 @njit(**INNER)
@@ -95,16 +103,122 @@ def operation_block(op, ws, X, n, Y, m, R, renormalize, steps, kmin, kmax, out, 
     through it.
 
     ADD_SAFE, ADD_FAST, MUL: the kernel on X and Y, renormalized with ``renormalize`` (MUL on its
-    operands made positional); RENORMALIZE: X in R terms (:func:`~expansions.engine.arithmetic.binary_block`).
-    RECIPROCAL, DIV, SQRT: the twins ``newton.reciprocal``, ``div`` and ``sqrt``, then with
-    ``renormalize`` the Newton renormalizer of the dispatch (:mod:`expansions.engine.newton`);
-    ``steps``, ``kmin``, ``kmax``: the twin's ``bounds.newton_steps`` and the clamp of ``newton.scale``."""
-    if op == RECIPROCAL or op == SQRT:
-        inverse_block(ws, X, n, R, op == SQRT, renormalize, steps, kmin, kmax, out, base)
-    elif op == DIV:
-        div_block(ws, X, n, Y, m, R, renormalize, steps, kmin, kmax, out, base)
-    else:
-        binary_block(op, ws, X, n, Y, m, R, renormalize, out, base)
+    operands made positional: :func:`positional_block` in :func:`binary_block`).  RENORMALIZE: X in R
+    terms.  RECIPROCAL, DIV, SQRT: the twins ``newton.reciprocal``, ``div`` and ``sqrt``, then with
+    ``renormalize`` the Newton renormalizer of the dispatch (``dispatch._renormalize_keeping_zeros``:
+    renormalize, keep the kernel's zero results); ``steps``, ``kmin``, ``kmax``: the twin's
+    ``bounds.newton_steps`` and the clamp of ``newton.scale``.
+
+    Newton: the operands are made positional (into scratch rows, where a lane needs it); the operand
+    a (the divisor y for DIV) is scaled to A; the iteration starts from the double word
+    z = DWDivDW2(1, a) (DWDivDW2(1, SQRTDWtoDW(a)) for SQRT; :func:`newton_start`) and for each r of
+    ``steps`` after the first (2, the start) runs, in r terms, each product and sum renormalized:
+    v = a z, w = 2 - v, z = z w (the reciprocal), or t = a z, v = t z, w = 3 - v, z = (z w) / 2 (the
+    inverse square root); then q = x z (DIV, x scaled) or q = a z (SQRT) in R terms;
+    q is scaled back and the non-finite rule and the special cases of ``newton.finish`` applied.
+    Every kernel and renormalization runs through the one call of :func:`binary_block` below (its
+    code is compiled once)."""
+    L = lanes_of(ws)
+    k = max(n, m, R)
+    A = base  # k rows: the scaled operand of the Newton iteration (divisor, or a)
+    A2 = A + k  # k rows: the scaled dividend
+    Z = A2 + k  # R rows each: z, scratch, the result, -v
+    U = Z + R
+    V = U + R
+    W = V + R
+    Q = W + R
+    NEG = Q + R
+    C = NEG + R  # one row each: the Newton constant, two exponents, two factors
+    K1 = C + 1
+    K2 = K1 + 1
+    F = K2 + 1
+    FX = F + 2  # k rows each: the operands of a Newton operation made positional; FS: 3k rows of scratch
+    FY = FX + k
+    FS = FY + k
+    sc = FS + 3 * k
+    newton = op >= RECIPROCAL
+    XI, YI = X, Y
+    if newton:  # the operands made positional (kernels.positional), into scratch rows where needed
+        XI = positional_block(ws, X, n, FX, FS, FS + k, FS + 2 * k)
+        if op == DIV:
+            YI = positional_block(ws, Y, m, FY, FS, FS + k, FS + 2 * k)
+    x0 = ld(ws, XI)
+    y0 = ld(ws, YI)
+    no = mask_of(x0, False)
+    na = m if op == DIV else n  # terms of the operand of the Newton iteration
+    per_step = 4 if op == SQRT else 3
+    nsteps = len(steps) - 1  # Newton steps after the start
+    # sub-operations of a block: the kernel; or the renormalization; or the Newton steps, the final
+    # product (DIV, SQRT), then (with ``renormalize``) the renormalization of the scaled-back result
+    iteration = nsteps * per_step + (0 if op == RECIPROCAL else 1) if newton else 1
+    total = iteration + (1 if newton and renormalize else 0)
+    zn = 2  # terms of z
+    if newton:
+        for j in range(L):
+            if op == DIV:
+                ws[K1 * L + j] = -leading_exponent(ws[XI * L + j])  # kx
+                ws[K2 * L + j] = -leading_exponent(ws[YI * L + j])  # ky
+            elif op == SQRT:
+                half = leading_exponent(ws[XI * L + j]) >> 1
+                ws[K1 * L + j] = half
+                ws[K2 * L + j] = -2 * half
+            else:
+                ws[K1 * L + j] = -leading_exponent(ws[XI * L + j])
+        if op == DIV:
+            scale_block(ws, YI, m, K2, kmin, kmax, A, F)
+            scale_block(ws, XI, n, K1, kmin, kmax, A2, F)
+        else:
+            scale_block(ws, XI, n, K2 if op == SQRT else K1, kmin, kmax, A, F)
+        newton_start(ws, A, na, op == SQRT, Z)
+        st(ws, C, splat(ld(ws, A), 3.0 if op == SQRT else 2.0))
+    # (q = -1: no sub-operation, only the scale-back below, for a reciprocal whose start is the
+    # whole iteration: R = 2)
+    for q in range(-1 if newton and iteration == 0 else 0, total):
+        if q >= 0:
+            # sub-operation q: dst := op(P (np_ rows), Qr (nq rows)) in r terms, renormalized with ren
+            kind, P, np_, Qr, nq, r, dst, ren = op, XI, n, YI, m, R, out, renormalize
+            s = q // per_step
+            sub = q % per_step
+            if newton:
+                ren = True
+                r = steps[s + 1] if s < nsteps else R
+                kind, P, np_, Qr, nq, dst = MUL, Z, zn, W, r, Z  # the last of a step: z w
+                if q == iteration:  # the Newton renormalizer of the scaled-back result
+                    kind, P, np_, dst = RENORMALIZE, Q, R, V
+                elif s == nsteps:  # the final product: x z (DIV) or a z (SQRT)
+                    P, np_, Qr, nq, dst = (A2 if op == DIV else A), n, Z, R, Q
+                elif sub == 0:
+                    P, np_, Qr, nq, dst = A, min(r, na), Z, zn, (U if op == SQRT else V)
+                elif op == SQRT and sub == 1:
+                    P, np_, Qr, nq, dst = U, r, Z, zn, V
+                elif sub == per_step - 2:  # the constant minus v: add_safe(c, -v)
+                    negate_rows(ws, V, r, NEG)  # the sign flipped, as the twin's -v
+                    kind, P, np_, Qr, nq, dst = ADD_SAFE, C, 1, NEG, r, W
+            binary_block(kind, ws, P, np_, Qr, nq, r, ren, dst, sc)
+            if newton and s < nsteps and sub == per_step - 1:
+                if op == SQRT:
+                    half = splat(x0, 0.5)
+                    for t in range(r):
+                        st(ws, Z + t, ld(ws, Z + t) * half)  # exact
+                zn = r
+        if newton and q == iteration - 1:  # scale back, the non-finite rule, the special cases
+            if op == DIV:
+                for j in range(L):
+                    ws[K2 * L + j] = ws[K2 * L + j] - ws[K1 * L + j]  # ky - kx
+                scale_block(ws, Q, R, K2, kmin, kmax, Q, F)
+                finish_block(ws, Q, R, nonfinite_rows(ws, XI, n), x0, nonfinite_rows(ws, YI, m), y0, x0 / y0)
+            else:
+                scale_block(ws, Q if op == SQRT else Z, R, K1, kmin, kmax, Q, F)
+                leading = vsqrt(x0) if op == SQRT else splat(x0, 1.0) / x0
+                finish_block(ws, Q, R, nonfinite_rows(ws, XI, n), x0, no, x0, leading)
+    if newton:
+        if renormalize:
+            zero = splat(x0, 0.0)
+            keep = (ld(ws, Q) == zero) & (ld(ws, V) == zero)
+            for t in range(R):
+                st(ws, out + t, where(keep, ld(ws, Q + t), ld(ws, V + t)))
+        else:
+            copy_rows(ws, Q, R, out)
 
 
 @njit(**INNER)
