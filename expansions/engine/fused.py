@@ -117,7 +117,13 @@ def operation_block(op, ws, X, n, Y, m, R, renormalize, steps, kmin, kmax, out, 
     inverse square root); then q = x z (DIV, x scaled) or q = a z (SQRT) in R terms;
     q is scaled back and the non-finite rule and the special cases of ``newton.finish`` applied.
     Every kernel and renormalization runs through the one call of :func:`binary_block` below (its
-    code is compiled once)."""
+    code is compiled once): the Newton operations are a small interpreter over their sub-operations
+    and rows, not functions composed of block operations as :mod:`expansions.engine.elementary`'s
+    ``_div`` is, because written that way (commit 4b1c4d0: ``binary_block`` called from five places)
+    the engine's loop took 52.6 s of CPU to compile against 29.9 s for this form (28.4 s before the
+    split into modules), float64, an empty numba cache: ``python -m bench.engine_compile d50f14c
+    4b1c4d0 8fcd6d3 --rounds 1 --name newton_forms``
+    (``bench/results/engine_compile_newton_forms_cpu-x86_64.md``)."""
     L = lanes_of(ws)
     k = max(n, m, R)
     A = base  # k rows: the scaled operand of the Newton iteration (divisor, or a)
