@@ -34,6 +34,8 @@ from numba.core import config as numba_config  # noqa: E402
 
 import expansions.engine as E  # noqa: E402
 import expansions.engine.kernels as EK  # noqa: E402
+import expansions.engine.limits as EL  # noqa: E402
+from expansions.cpu import eft as TE  # noqa: E402
 from expansions.cpu import kernels as TK  # noqa: E402
 from expansions.cpu import newton as TN  # noqa: E402
 from expansions.cpu import reduce as TR  # noqa: E402
@@ -592,7 +594,7 @@ def test_fused_hypothesis():
 _ASM_SCRIPT = r"""
 import json, re
 from numba import types
-from expansions.engine import fused, simd
+from expansions.engine import arithmetic, simd
 ws = types.Array(types.float64, 1, "C")
 i = types.int64
 vec = simd.Vec(types.float64, simd.LANES[64])
@@ -600,7 +602,7 @@ sigs = {"add_safe_block": (ws,) + (i,) * 8, "_product_step": (ws, i, i, vec, i, 
         "propagate_block": (ws,) + (i,) * 6}  # the workspace, rows and sizes; the multiplier y_i
 out = {}
 for name, sig in sigs.items():
-    fn = getattr(fused, name)
+    fn = getattr(arithmetic, name)
     fn.compile(sig)
     asm = fn.inspect_asm(fn.signatures[-1])
     out[name] = {r: {op: len(re.findall(op + r"[^\n]*%" + r, asm)) for op in ("vaddpd", "vsubpd", "vfm\\w*pd")}
@@ -680,6 +682,25 @@ def test_simd_fma(dtype):
     out = np.zeros(L, dtype)
     lanes(np.full(L, a), np.full(L, b), np.full(L, c), out)
     assert (out == -(2.0 ** (-2 * k))).all() and out.dtype == np.dtype(dtype)
+
+
+def test_limits_are_the_formats_and_the_twins():
+    """The engine's named bit layouts and exponent limits (engine/limits.py, derived from
+    expansions.formats) are the hardware formats' (NumPy's finfo) and the twin two-product's constants."""
+    for layout, dt in ((EL.LAYOUT64, np.float64), (EL.LAYOUT32, np.float32)):
+        exp_mask, magnitude, shift, field, p = layout
+        fi = np.finfo(dt)
+        assert (shift, p, field) == (fi.nmant, fi.nmant + 1, (1 << fi.nexp) - 1)
+        assert exp_mask == int(np.array(np.inf, dt).view(f"u{fi.bits // 8}"))
+        assert magnitude == (1 << (fi.bits - 1)) - 1  # every bit but the sign
+    assert 2.0**EL.TINY_EXPONENT64 == np.finfo(np.float64).smallest_subnormal
+    assert 2.0**EL.TINY_EXPONENT32 == np.finfo(np.float32).smallest_subnormal
+    assert (EL.TWO_PROD_BIG, EL.TWO_PROD_DOWN, EL.TWO_PROD_UP, EL.SPLITTER64) == (TE._BIG, TE._DOWN, TE._UP,
+                                                                                 TE._SPLITTER64)
+    # the FMA test's biased limits: a factor below 2**995, exponent sums in [-966, 1000]
+    biased = int(np.array(np.nextafter(2.0**995, 0)).view(np.uint64)) >> 52
+    assert EL.BIASED_BELOW_BIG == biased == (int(np.array(2.0**995).view(np.uint64)) >> 52) - 1
+    assert (EL.FMA_BIASED_SUM_MIN, EL.FMA_BIASED_SUM_MAX) == (-966 + 2 * 1023, 1000 + 2 * 1023)
 
 
 def test_stale_cache_is_cleared_when_the_sources_change(tmp_path, monkeypatch):

@@ -181,7 +181,7 @@ def test_bounds_track_the_precision():
         for R in (3, 4, 8, 13, 16):
             if R * fmt.p > 400 and fmt.p == 24:
                 continue
-            last = bounds._mul_relative(R, fmt)
+            last = bounds.newton._mul_relative(R, fmt)
             for b in (bounds.reciprocal(R, fmt), bounds.div(R, fmt), bounds.sqrt(R, fmt)):
                 assert b.value <= 8 * last, (R, fmt.name, b.log2, math.log2(last))
             steps = bounds.newton_steps(R, fmt)

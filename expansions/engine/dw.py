@@ -36,6 +36,7 @@ from numba.extending import intrinsic, overload
 
 from ..dw import ALGORITHMS
 from .kernels import readonly
+from .limits import EMAX64, SPLITTER64, TWO_PROD_BIG, TWO_PROD_DOWN, TWO_PROD_UP
 
 _SCALAR = {"error_model": "numpy", "cache": True}  # no fastmath: IEEE operations, no contraction
 _KERNEL = {**_SCALAR, "parallel": True}
@@ -111,15 +112,15 @@ def _fast_two_sum(a, b):
     return s, e
 
 
-_BIG = 2.0**995
-_DOWN = 2.0**-28
-_UP = 2.0**28
+_BIG = TWO_PROD_BIG  # 2**995 (expansions.engine.limits)
+_DOWN = TWO_PROD_DOWN  # 2**-28
+_UP = TWO_PROD_UP  # 2**28
 
 
 @njit(**_SCALAR)
 def _split64(a):
     """Veltkamp's splitting (twin: ``expansions.cpu.eft._split64``)."""
-    c = a * 134217729.0
+    c = a * SPLITTER64  # 2**27 + 1
     hi = c - (c - a)
     lo = a - hi
     return hi, lo
@@ -171,7 +172,7 @@ def _fma_hardware(typingctx, a, b, c):
 #: "Pitfalls of a full floating-point proof", IJCAR 2006), which ``|a*b| >= 2**-900`` guarantees with
 #: a margin (``e_a + e_b >= floor(log2|a|) + floor(log2|b|) - 104 >= -1006``).
 _FAST_LO = 2.0**-900
-_FAST_HI = 2.0**1020
+_FAST_HI = 2.0 ** (EMAX64 - 3)  # 2**1020
 
 
 @njit(**_SCALAR)

@@ -42,27 +42,24 @@ from .. import bounds
 from ..cpu import constants as C
 from ..cpu import elementary as T
 from ..formats import MAX_TERMS, check_terms, format_of
-from .fused import (
+from .arithmetic import binary_block, scratch_rows
+from .blocks import (
     ADD_SAFE,
-    CHUNKS_PER_THREAD,
     INNER,
     MUL,
     RENORMALIZE,
-    binary_block,
     epilogue_block,
-    finish_block,
     lanes_of,
     ld,
     load_block,
-    newton_start,
     nonfinite_rows,
-    scale_block,
-    scratch_rows,
     st,
     store_block,
     workspace,
 )
+from .fused import CHUNKS_PER_THREAD
 from .kernels import PARALLEL, leading_exponent, readonly, terms_array
+from .newton import finish_block, newton_start, scale_block
 from .simd import LANES, any_lane, mask_of, splat, where
 
 #: Arrays of fewer rows run on the calling thread.  An elementary function costs at least a

@@ -58,8 +58,8 @@ from numba.extending import overload
 from ..dw import ALGORITHMS
 from ..formats import FLOAT32, FLOAT64, dw_scale_limit
 from . import dw as _dw
+from .blocks import lanes_of
 from .dw import _KERNEL, _OP, _SCALAR, _c, _double_word, _two_sum
-from .fused import lanes_of
 from .kernels import leading_exponent
 
 #: the double-word x double-word algorithms of the library's binary operations, and their operation
@@ -289,7 +289,7 @@ def _fixed_row(op, kind, renormalize, x0, x1, y0, y1):
 @njit(**_SCALAR)
 def rows_block(op, kind, renormalize, ws, X, Y, negate, out):
     """The R = 2 operation of algorithm number ``op`` (of ``dw._OP``) and ``kind`` (0 add, 1 mul, 2
-    div, 3 sqrt) on a block of the block engine's workspace (:mod:`expansions.engine.fused`: row r
+    div, 3 sqrt) on a block of the block engine's workspace (:mod:`expansions.engine.blocks`: row r
     holds term r of the L expansions of a block, ``ws`` points to row 0): rows out, out+1 := rows X,
     X+1 op rows Y, Y+1 (negated with ``negate``; for the square root pass Y = X), the non-finite rule,
     with ``renormalize`` the renormalization.  The programs' loops (:mod:`expansions.programs.loop`)

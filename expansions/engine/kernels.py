@@ -29,6 +29,9 @@ from numba import njit, types
 from numba.core.caching import FunctionCache
 from numba.extending import overload
 
+from ..formats import FLOAT32, FLOAT64
+from .limits import TINY_EXPONENT32, TINY_EXPONENT64
+
 # numba's OpenMP threading layer (its choice where libgomp is present) leaves its worker threads spinning
 # after a parallel loop; where other processes share the cores, a spinning worker uses up its turn and the
 # next loop waits for the scheduler's tick before the worker runs its share: milliseconds per call whatever
@@ -178,8 +181,8 @@ def _ulp_floor(like):
 @overload(_ulp_floor)
 def _ulp_floor_impl(like):
     if isinstance(like, types.Float) and like.bitwidth == 32:
-        return lambda like: (24, 2.0**-149)
-    return lambda like: (53, 2.0**-1074)
+        return lambda like: (FLOAT32.p, 2.0**TINY_EXPONENT32)
+    return lambda like: (FLOAT64.p, 2.0**TINY_EXPONENT64)
 
 
 @njit(**OPTIONS)

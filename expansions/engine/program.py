@@ -8,18 +8,20 @@ dtype and kept in numba's cache on disk, runs every program.  (A loop generated 
 compiled per program: numba compiles each new function together with the engine's block functions it
 calls, seconds to tens of seconds whatever the program's size.)
 
-The loop is the engine's (:func:`expansions.engine.fused._blocks`): the expansions in blocks of L (the
-SIMD width), chunks of blocks over the cores (``prange``; one thread below ``fused.SERIAL_BELOW``
-expansions), one workspace per chunk (rows of L terms: row t of a value holds term t of the block's L
-expansions).  The instructions, each on rows of the workspace (every value has R rows at a multiple
-of R; a row is not reused before the value in it has been read for the last time):
+The loop is the engine's (:func:`expansions.engine.fused._blocks`; the block operations in
+:mod:`expansions.engine.blocks`, ``renorm``, ``arithmetic`` and ``newton``): the expansions in blocks
+of L (the SIMD width), chunks of blocks over the cores (``prange``; one thread below
+``fused.SERIAL_BELOW`` expansions), one workspace per chunk (rows of L terms: row t of a value holds
+term t of the block's L expansions).  The instructions, each on rows of the workspace (every value
+has R rows at a multiple of R; a row is not reused before the value in it has been read for the last
+time):
 
 * ``SPLAT a, r``: rows r.. := the terms of array a (one element: a scalar, a 0-d expansion) in every
   lane; run once per chunk, before the blocks;
-* ``LOAD a, r``: rows r.. := the block's terms of array a (``fused.load_block``); ``STORE r, a``: the
-  block's terms of array a := rows r.. (``fused.store_block``): each input read once, each output
+* ``LOAD a, r``: rows r.. := the block's terms of array a (``blocks.load_block``); ``STORE r, a``: the
+  block's terms of array a := rows r.. (``blocks.store_block``): each input read once, each output
   written once;
-* ``NEGATE x, r``: rows r.. := rows x.. with the sign flipped (``fused.negate_rows``);
+* ``NEGATE x, r``: rows r.. := rows x.. with the sign flipped (``blocks.negate_rows``);
 * ``OPERATION op, x, n, y, m, renormalize, r``: ``fused.operation_block`` (the additions, the
   multiplication, the Newton reciprocal, division and square root, renormalized or not), the function
   the engine's own loop runs for each of its operations;
@@ -35,19 +37,9 @@ import numpy as np
 from numba import carray, njit, prange
 
 from ..dw import R2_DEFAULTS
+from .blocks import INNER, lanes_of, load_block, negate_rows, splat_block, store_block, workspace
 from .dw import _OP
-from .fused import (
-    INNER,
-    _chunks,
-    lanes_of,
-    load_block,
-    negate_rows,
-    operation_block,
-    operation_rows,
-    splat_block,
-    store_block,
-    workspace,
-)
+from .fused import _chunks, operation_block, operation_rows
 from .fused_dw import rows_block
 from .kernels import PARALLEL
 from .simd import pointer_at

@@ -22,18 +22,10 @@ from numba import get_num_threads, njit, prange
 
 from ..cpu.reduce import check_addressing, check_chunk, chunk_levels
 from ..formats import check_terms
+from .arithmetic import binary_block, scratch_rows
+from .blocks import ADD_SAFE, INNER, lanes_of, load_block, store_block, workspace
 from .dw import _two_sum
-from .fused import (
-    ADD_SAFE,
-    INNER,
-    SERIAL_BELOW,
-    binary_block,
-    lanes_of,
-    load_block,
-    scratch_rows,
-    store_block,
-    workspace,
-)
+from .fused import SERIAL_BELOW
 from .fused import mul_truncated as _mul_truncated
 from .kernels import OPTIONS, PARALLEL, readonly, terms_array
 from .simd import LANES, fma
@@ -46,7 +38,7 @@ ITEM_BLOCKS = 64
 def _pairs_r2(src, dst):
     """The tree's node at R = 2 on the pairs of ``src``, flat (a0, a1, b0, b1, ...), into ``dst``, flat
     (hi, lo, ...) (flat arrays from index 0 with constant strides: LLVM vectorizes the loop), straight-line: the
-    safe addition of :func:`expansions.engine.fused.add_safe_block` at R = 2, n = m = 2 (2Sum of the
+    safe addition of :func:`expansions.engine.arithmetic.add_safe_block` at R = 2, n = m = 2 (2Sum of the
     leading terms, then a1 and b1 entering lane 0 while lane 1 adds the errors; the last errors
     added), then the renormalization to two terms (two 2Sums, a zero tail made +0:
     ``cpu.kernels.renormalize_pair``, the same bits as ``renormalize`` for a nonzero pair).  These are

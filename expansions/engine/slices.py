@@ -18,6 +18,11 @@ import numpy as np
 from numba import njit, prange
 
 from .kernels import OPTIONS, PARALLEL, readonly, renormalize_row
+from .limits import BIAS64, EMAX64, EMIN64, FIELD64, SHIFT64
+
+#: 2**emax and 2**emin of float64 (2**1023, 2**-1022): the largest and smallest normal powers of two.
+_TOP = 2.0**EMAX64
+_BOTTOM = 2.0**EMIN64
 
 #: Work (array elements) from which the kernels run their parallel compilation.
 PARALLEL_FROM = 1 << 17
@@ -28,17 +33,17 @@ def _times_pow2(x, k):
     """``ldexp(x, k)`` for a float64 x whose exact product x 2**k is what ldexp rounds (once): a
     multiplication by 2**k; for k above 1023 by 2**1023 first (exact: x 2**1023 is finite and normal
     for the operands here), for k below -1022 by 2**-1022 first (exact for |x| >= 1)."""
-    if k > 1023:
-        return (x * 2.0**1023) * math.ldexp(1.0, k - 1023)
-    if k < -1022:
-        return (x * 2.0**-1022) * math.ldexp(1.0, k + 1022)
+    if k > EMAX64:
+        return (x * _TOP) * math.ldexp(1.0, k - EMAX64)
+    if k < EMIN64:
+        return (x * _BOTTOM) * math.ldexp(1.0, k - EMIN64)
     return x * math.ldexp(1.0, k)
 
 
 @njit(**OPTIONS)
 def _pow2_or_zero(k):
     """2**k when it is a normal float64 (-1022 <= k <= 1023), else 0 (the caller then scales in two)."""
-    if -1022 <= k <= 1023:
+    if EMIN64 <= k <= EMAX64:
         return math.ldexp(1.0, k)
     return 0.0
 
@@ -426,10 +431,10 @@ def _factors(E, beta, S):
     floats (else 0), and whether every one of x's is (the scalings of :func:`_pow2_or_zero`)."""
     s = np.arange(1, S + 1, dtype=np.int64)[:, None] * beta
     k_fwd, k_back = s - E[None, :], E[None, :] - s
-    normal_fwd = (k_fwd >= -1022) & (k_fwd <= 1023)
-    normal_back = (k_back >= -1022) & (k_back <= 1023)
-    fwd = np.where(normal_fwd, np.ldexp(1.0, np.clip(k_fwd, -1022, 1023)), 0.0)
-    back = np.where(normal_back, np.ldexp(1.0, np.clip(k_back, -1022, 1023)), 0.0)
+    normal_fwd = (k_fwd >= EMIN64) & (k_fwd <= EMAX64)
+    normal_back = (k_back >= EMIN64) & (k_back <= EMAX64)
+    fwd = np.where(normal_fwd, np.ldexp(1.0, np.clip(k_fwd, EMIN64, EMAX64)), 0.0)
+    back = np.where(normal_back, np.ldexp(1.0, np.clip(k_back, EMIN64, EMAX64)), 0.0)
     return fwd, back, normal_fwd.all(axis=0) & normal_back.all(axis=0)
 
 
@@ -581,7 +586,7 @@ def _modular_finish_body(G, mod, minv, unshift, garner, inverses, radix, start, 
                 ok[lane] = fast
                 sh = EA[i] + EB[j0 + lane] - c0
                 shift[lane] = sh
-                ok[lane] &= (sh >= -1022) & (sh <= 1023)
+                ok[lane] &= (sh >= EMIN64) & (sh <= EMAX64)
             if fast:
                 for c_ in range(K):
                     first = c_ * g
@@ -644,12 +649,13 @@ def _modular_finish_body(G, mod, minv, unshift, garner, inverses, radix, start, 
                     for lane in range(width):
                         fb[lane] = fp[t - 1, lane]
                     for lane in range(width):
-                        ex = (ib[lane] >> 52) & 0x7FF
-                        ib[lane] = np.int64(1) if ex == 0 else ((ex - 52) << 52 if ex > 52 else np.int64(1) << (ex - 1))
+                        ex = (ib[lane] >> SHIFT64) & FIELD64  # the ulp's bits (p - 1 = SHIFT64)
+                        ib[lane] = np.int64(1) if ex == 0 else (
+                            (ex - SHIFT64) << SHIFT64 if ex > SHIFT64 else np.int64(1) << (ex - 1))
                     for lane in range(width):
                         ok[lane] &= (fp[t, lane] == 0) | (abs(fp[t, lane]) <= fb[lane])
                 for lane in range(width):
-                    ib[lane] = (shift[lane] + 1023) << 52
+                    ib[lane] = (shift[lane] + BIAS64) << SHIFT64
                 for r in range(R):
                     for lane in range(width):
                         w = fp[r, lane] * fb[lane]
