@@ -72,7 +72,8 @@ def meta(argv) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m bench.model", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=None, help="model only the kernels whose name expression contains this")
     ap.add_argument("--rs", default=",".join(map(str, core.RS)), help="comma-separated R values")
     ap.add_argument("--dtypes", default=",".join(core.DTYPES))
