@@ -36,7 +36,7 @@ __device__ __forceinline__ void run_k(const T* __restrict__ x, const T* __restri
         const T yl = load_term<R>(y, index, valid, lane);
         T acc = T(0);
         if (scratch) scratch[threadIdx.x] = xl;
-        // One operation per iteration (no unrolling): the instruction model (bench/model.py) reads
+        // One operation per iteration (no unrolling): the instruction model (bench/model/) reads
         // the steady state of one operation from this loop's body.  x varies with k (so the operation
         // is not hoisted) by an exact scaling of every term by 1 or 2, which keeps the operand an
         // expansion the multiplication takes as it is (a change of x_0 alone could break the
@@ -133,7 +133,7 @@ __global__ void shmem_seq(const T* __restrict__ x, const T* __restrict__ y, T* _
 
 // The double-word (R = 2) algorithms of dw.cuh, one thread per number, grid-stride, as the library
 // runs them at R = 2 (dispatch.R2_DEFAULTS, R2_METHODS): the kernels of the instruction model's
-// section "R = 2: double-word kernels beside CCCL fpmp" (bench/model.py) and of bench/dw_gpu.py.
+// section "R = 2: double-word kernels beside CCCL fpmp" (bench/model/) and of bench/dw_gpu.py.
 //
 // best_dw<F, T>:       x and y (double-words, (count, 2) rows hi, lo) are loaded once, then K
 //                      operations run in registers as the dependent chain z_{k+1} = F(z_k, z_{k-1})

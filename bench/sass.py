@@ -443,7 +443,7 @@ class _Walker:
             if op == "VOTE" and m and self._predicated_vote(pc, m.group(1)):
                 # a data-dependent loop's exit test that the compiler if-converted (its last round runs
                 # predicated on the vote, no branch): the same instructions issue either way, so the
-                # mirror's event for it is used up here
+                # recorded event for it is used up here
                 events = state["events"]
                 while events and events[0] == END:
                     events.pop(0)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 
 from ..cpu.eft import fast_two_sum, two_prod, two_sum
-from ..cpu.kernels import _vec_sum_err_branch, nonfinite_epilogue
+from ..cpu.kernels import _vec_sum, _vec_sum_err_branch, nonfinite_epilogue
 from ..cpu.lanes import array_module
 from ..dw import cpu as dw
 
@@ -251,18 +251,6 @@ def _sorted_by_magnitude(t):
     """Rows of t sorted by decreasing magnitude, ties in column order (stable)."""
     xp = array_module(t)
     return xp.take_along_axis(t, xp.argsort(-xp.abs(t), axis=1, kind="stable"), axis=1)
-
-
-def _vec_sum(t):
-    """VecSum on the columns of t (count, n): 2Sum chain from the last column up."""
-    xp = array_module(t)
-    n = t.shape[1]
-    e = xp.empty_like(t)
-    s = t[:, n - 1].copy()
-    for i in range(n - 2, -1, -1):
-        s, e[:, i + 1] = two_sum(t[:, i], s)
-    e[:, 0] = s
-    return e
 
 
 def _stack(cols):

@@ -15,17 +15,32 @@ import numpy as np
 from ..formats import format_of, group_width
 from ..reference.algorithms import insertion_order
 from .eft import two_prod, two_sum
-from .lanes import array_module, group_any, lane_ids, load_lanes, shfl, shfl_down, shfl_up
+from .lanes import (
+    array_module,
+    branch,
+    entry,
+    group_any,
+    lane_ids,
+    load_lanes,
+    record_vote,
+    round_any,
+    rounds,
+    shfl,
+    shfl_down,
+    shfl_up,
+    warp_any,
+)
 
 
-def nonfinite_epilogue(s, operands, leading):
+def nonfinite_epilogue(s, operands, leading, vote: str | None = None):
     """Twin of ``nonfinite_epilogue<T, R, W>`` in ``expansions/cuda/expansion.cuh``.
 
     If an operand has a non-finite term: ``(w, 0, ..., 0)``, ``w`` = the leading-term IEEE result
     ``leading``, or NaN where that operand's leading term is finite.  Else, where any computed
     term is not finite (overflow): ``(±inf, 0, ..., 0)`` with the sign of ``leading``.
     A NaN result is the canonical quiet NaN with the sign bit clear (bits 0x7ff8... / 0x7fc00000),
-    whatever NaN the hardware produced.
+    whatever NaN the hardware produced.  ``vote``: the kernel's site name of the warp vote before it
+    (``warp_has_nonfinite``, at the end of the group functions; :func:`expansions.cpu.lanes.warp_any`).
     """
     xp = array_module(s)
     bad = [~xp.isfinite(op).all(axis=-1) for op in operands]
@@ -34,7 +49,7 @@ def nonfinite_epilogue(s, operands, leading):
         anybad = anybad | b
     overflow = ~anybad & ~xp.isfinite(s).all(axis=-1)
     fix = anybad | overflow
-    if not fix.any():
+    if not warp_any(fix, vote):
         return s
     w = leading.copy()
     for op, b in zip(operands, bad):
@@ -63,6 +78,7 @@ def add_safe(x, y, R):
     """Twin of ``add_safe_group<T, N, M, R, W>`` (``expansions/cuda/add.cuh``; entry point ``add_safe`` in
     ``kernels.cu``); Algorithm 1."""
     xp, n, m, X, Y, lane, zero = _group_operands(x, y, R)
+    entry("add_safe", n=n, m=m, R=R)
     s, e = two_sum(xp.where(lane == 0, X, zero), xp.where(lane == 0, Y, zero))
     leading = s[:, 0].copy()
     for which, i in insertion_order(n, m):
@@ -71,29 +87,30 @@ def add_safe(x, y, R):
     for _ in range(R - 2):
         s, e = two_sum(s, xp.where(lane == 0, zero, shfl_up(e, 1)))
     s = s + xp.where(lane == 0, zero, shfl_up(e, 1))
-    return nonfinite_epilogue(s[:, :R], (x, y), leading)
+    return nonfinite_epilogue(s[:, :R], (x, y), leading, vote="nonfinite")
 
 
 def add_fast(x, y, R):
     """Twin of ``add_fast_group<T, N, M, R, W>`` (``expansions/cuda/add.cuh``; entry point ``add_fast`` in
     ``kernels.cu``); Fig. 5."""
     xp, n, m, X, Y, lane, zero = _group_operands(x, y, R)
+    entry("add_fast", n=n, m=m, R=R)
     if n > R:
         X = xp.where(lane < R, X, zero)
     if m > R:
         Y = xp.where(lane < R, Y, zero)
     s, e = two_sum(X, Y)
     leading = s[:, 0].copy()
-    for _ in range(R - 2):
+    for _ in rounds(R - 2, "add_fast"):
         es = xp.where(lane == 0, zero, shfl_up(e, 1))
         act = group_any(es != 0, R)
-        if not act.any():
+        if not round_any(act, "add_fast"):
             break
         ns, ne = two_sum(s, es)
         s = xp.where(act[:, None], ns, s)
         e = xp.where(act[:, None], ne, e)
     s = s + xp.where(lane == 0, zero, shfl_up(e, 1))
-    return nonfinite_epilogue(s[:, :R], (x, y), leading)
+    return nonfinite_epilogue(s[:, :R], (x, y), leading, vote="nonfinite")
 
 
 def _propagate(s, e, R, lane):
@@ -102,9 +119,9 @@ def _propagate(s, e, R, lane):
     runs them on with the others, which gives these bits: see the kernel's comment)."""
     xp = array_module(s)
     zero = s.dtype.type(0)
-    for _ in range(R):
+    for _ in rounds(R, "propagate"):
         act = group_any(e != 0, R)
-        if not act.any():
+        if not round_any(act, "propagate"):
             break
         ns, ne = two_sum(s, e)
         ne = xp.where(lane == 0, zero, shfl_up(ne, 1))
@@ -127,10 +144,12 @@ def positional(x):
         a = xp.abs(x)
         chain = (top * a[:, 1:] <= a[:, :-1]).all(axis=1)
     fix = ~chain & xp.isfinite(x).all(axis=1)
-    if not fix.any():
+    if not warp_any(fix, "positional"):
         return x
+    with branch(fix) as rows:
+        r = renormalize(x[rows], n)
     out = x.copy()
-    out[fix] = renormalize(x[fix], n)
+    out[fix] = r[fix[rows]]
     return out
 
 
@@ -139,6 +158,7 @@ def mul_truncated(x, y, R):
     ``mul_truncated`` in ``kernels.cu``); Algorithm 2, on the operands made :func:`positional`."""
     x, y = positional(x), positional(y)
     xp, n, m, X, Y, lane, zero = _group_operands(x, y, R)
+    entry("mul_truncated", n=n, m=m, R=R)
     s = xp.zeros_like(X)
     pi = xp.zeros_like(X)
     leading = X[:, 0] * Y[:, 0]
@@ -153,7 +173,20 @@ def mul_truncated(x, y, R):
     yi = shfl(Y, R - 1) if R - 1 < m else xp.zeros_like(X)
     s = s + X * yi
     pi = xp.where(lane == R - 1, shfl(s, 0), pi)
-    return nonfinite_epilogue(pi[:, :R], (x, y), leading)
+    return nonfinite_epilogue(pi[:, :R], (x, y), leading, vote="nonfinite")
+
+
+def _vec_sum(t):
+    """VecSum on the columns of t (N, n) (``vec_sum`` in renorm.cuh): the 2Sum chain from the last column
+    up; column 0 gets the sum, column i + 1 the error of the 2Sum with term i."""
+    xp = array_module(t)
+    n = t.shape[1]
+    e = xp.empty_like(t)
+    s = t[:, n - 1].copy()
+    for i in range(n - 2, -1, -1):
+        s, e[:, i + 1] = two_sum(t[:, i], s)
+    e[:, 0] = s
+    return e
 
 
 def _vec_sum_err_branch(e, R):
@@ -197,38 +230,50 @@ def ulp(a):
     return xp.where(a == 0, tiny, u)
 
 
+def needs_sort(terms):
+    """Per group (row of (N, n) ``terms``), whether the sorting network of ``renormalize_round`` would move
+    a term: the predicate of ``warp_needs_sort`` in ``expansions/cuda/renorm.cuh``, some term's key
+    (``sort_key``: the magnitude's bits + 2, NaN 1) below the next one's.  The twin sorts either way
+    (a stable sort of terms in order keeps them), so it computes this only for a recorder."""
+    xp = array_module(terms)
+    u = xp.uint64 if terms.dtype == xp.float64 else xp.uint32
+    mag = xp.abs(terms).view(u)
+    key = xp.where(xp.isnan(terms), u(1), mag + u(2))
+    return (key[:, :-1] < key[:, 1:]).any(axis=1)
+
+
+def _renormalize_round(cur, R, n):
+    """Twin of ``renormalize_round<T, K, R, W>`` (``expansions/cuda/renorm.cuh``) on the (N, K) terms
+    ``cur`` of a renormalization of n terms to R: stable sort by decreasing magnitude (the kernel's
+    bitonic sort breaks ties by lane index), VecSum from the bottom, VecSumErrBranch from the top;
+    returns (the R terms, the VecSum top e_0)."""
+    xp = array_module(cur)
+    record_vote("renormalize.sort", lambda: needs_sort(cur), terms=cur.shape[1], n=n, R=R)
+    order = xp.argsort(-xp.abs(cur), axis=1, kind="stable")
+    e = _vec_sum(xp.take_along_axis(cur, order, axis=1))
+    return _vec_sum_err_branch(e, R), e[:, 0].copy()
+
+
 def renormalize(x, R):
     """Twin of ``renormalize_group<T, N, R, W>`` (``expansions/cuda/renorm.cuh``; entry point ``renormalize``
     in ``kernels.cu``).
 
     At most R rounds of: stable sort by decreasing magnitude (the kernel's bitonic sort breaks ties
     by lane index), VecSum from the bottom, VecSumErrBranch from the top (Joldes, Marty, Muller,
-    Popescu, IEEE TC 2016); a row stops once its terms are ulp-nonoverlapping.  On the GPU every
-    lane runs the sequential part on the gathered terms and keeps its own output term."""
+    Popescu, IEEE TC 2016); a row stops once its terms are ulp-nonoverlapping (the first round on the
+    n input terms, the next ones while some row is active).  On the GPU every lane runs the
+    sequential part on the gathered terms and keeps its own output term."""
     xp = array_module(x)
-    N, n = x.shape
-    cur = x
-    out = None
-    leading = None
-    active = xp.ones(N, dtype=bool)
-    for _ in range(R):
-        order = xp.argsort(-xp.abs(cur), axis=1, kind="stable")
-        srt = xp.take_along_axis(cur, order, axis=1)
-        k = srt.shape[1]
-        e = xp.empty_like(srt)
-        s = srt[:, k - 1].copy()
-        for i in range(k - 2, -1, -1):
-            s, e[:, i + 1] = two_sum(srt[:, i], s)
-        e[:, 0] = s
-        if leading is None:
-            leading = e[:, 0].copy()
-        r = _vec_sum_err_branch(e, R)
-        out = r if out is None else xp.where(active[:, None], r, out)
-        active = active & ~_adjacent_nonoverlapping(out)
-        if not active.any():
+    n = x.shape[1]
+    out, leading = _renormalize_round(x, R, n)
+    active = ~_adjacent_nonoverlapping(out)
+    for _ in rounds(R - 1, "renormalize"):
+        if not round_any(active, "renormalize"):
             break
-        cur = out
-    return nonfinite_epilogue(out, (x,), leading)
+        r, _ = _renormalize_round(out, R, n)
+        out = xp.where(active[:, None], r, out)
+        active = active & ~_adjacent_nonoverlapping(out)
+    return nonfinite_epilogue(out, (x,), leading, vote="nonfinite")
 
 
 def renormalize_pair(hi, lo):

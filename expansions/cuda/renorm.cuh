@@ -77,7 +77,7 @@ __device__ __forceinline__ bool warp_needs_sort(T v, int lane) {
 // The sequential part is unrolled over compile-time indices; the branchy output index j selects
 // the term this lane keeps.  The sorting network runs only when some group of the warp needs it
 // (warp_needs_sort; the outputs of the additions and of earlier rounds are usually in order).
-// Twin: one iteration of renormalize and _vec_sum_err_branch.
+// Twin: _renormalize_round (with _vec_sum_err_branch).
 template <class T, int K, int R, int W>
 __device__ __forceinline__ TwoTerms<T> renormalize_round(T v, int lane) {
     const T sorted = warp_needs_sort<T, K, W>(v, lane) ? sort_by_magnitude<T, K, W>(v, lane) : v;
