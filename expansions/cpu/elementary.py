@@ -441,6 +441,17 @@ def _log_series(num, den, logc):
     return _add(logc, _mul(t, acc) * dt.type(2))
 
 
+def _centre_logs(i, plan, w, dt):
+    """The rows of the centres' table for the centre indices i (terms): row i - first, clamped to the
+    table in the terms' type (NaN to the first row) before the conversion to integers; a body row is
+    always inside, the clamp only keeps a garbage operand (a tail that is not ulp-nonoverlapping) from
+    reading outside (the engine and the kernels clamp the same way)."""
+    row = i - dt.type(plan.first)
+    row = np.where(row > 0, row, dt.type(0))
+    row = np.where(row < dt.type(plan.count - 1), row, dt.type(plan.count - 1))
+    return C.log_centres(plan.b, plan.first, plan.count, w, dt.name)[row.astype(np.int64)]
+
+
 def _log_centred(m):
     """log m for m0 in (RN(sqrt 2)/2, RN(sqrt 2)] (w terms): the centre c = i 2^-b nearest m0
     (i = rint(m0 2^b), exact), t = (m - c) / (m + c) (m - c and m + c: m plus the float -c or c),
@@ -450,7 +461,7 @@ def _log_centred(m):
     plan = log_plan(w, format_of(dt))
     i = np.rint(m[:, 0] * dt.type(2.0**plan.b))
     c = i * dt.type(2.0**-plan.b)
-    logc = C.log_centres(plan.b, plan.first, plan.count, w, dt.name)[i.astype(np.int64) - plan.first]
+    logc = _centre_logs(i, plan, w, dt)
     return _log_series(_add(m, _float_col(-c, 1, dt)), _add(m, _float_col(c, 1, dt)), logc)
 
 
@@ -463,8 +474,7 @@ def _log1p_centred(x):
     plan = log_plan(w, format_of(dt))
     j = np.rint(x[:, 0] * dt.type(2.0**plan.b))
     d = j * dt.type(2.0**-plan.b)
-    row = j.astype(np.int64) + 2**plan.b - plan.first
-    logc = C.log_centres(plan.b, plan.first, plan.count, w, dt.name)[row]
+    logc = _centre_logs(j + dt.type(2**plan.b), plan, w, dt)
     return _log_series(_add(x, _float_col(-d, 1, dt)), _add(x, _float_col(dt.type(2) + d, 1, dt)), logc)
 
 

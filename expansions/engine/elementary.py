@@ -559,13 +559,17 @@ def _log_series(ws, NUM, DEN, LOGC, W, COEF, nseries, widths, div_plan, kmin, km
 
 
 @njit(**INNER)
-def _centre_rows(ws, IDX, centres, row_of_zero, LOGC, W):
-    """Rows LOGC := per lane, row ``row_of_zero`` + (the integer in row IDX) of the table ``centres``
-    (the log of the lane's centre, W terms)."""
+def _centre_rows(ws, IDX, centres, first_centre, LOGC, W):
+    """Rows LOGC := per lane, the twin's ``_centre_logs``: row i - first_centre of the table ``centres``
+    (i: the centre's index in row IDX), clamped to the table in floating point (NaN to row 0) before
+    the conversion to an integer (the log of the lane's centre, W terms)."""
     L = lanes_of(ws)
-    count = centres.shape[0]
+    last = centres.shape[0] - 1
     for j in range(L):
-        row = min(max(row_of_zero + np.int64(ws[IDX * L + j]), 0), count - 1)  # in range in every body lane
+        r = ws[IDX * L + j] - first_centre
+        r = r if r > 0 else 0.0
+        r = r if r < last else last
+        row = np.int64(r)
         for t in range(W):
             ws[(LOGC + t) * L + j] = centres[row, t]
 
@@ -578,7 +582,7 @@ def _log_centred(ws, M, W, log_b, first_centre, centres, COEF, nseries, widths, 
     :func:`_log_series` of m - c, m + c (m plus the float -c, c).  ``lay``: the first of 14 W + 9
     rows of scratch."""
     L = lanes_of(ws)
-    NC = lay  # one row each: -c, c, i - 2^b
+    NC = lay  # one row each: -c, c, i
     PC = NC + 1
     IDX = PC + 1
     NUM = IDX + 1
@@ -591,8 +595,8 @@ def _log_centred(ws, M, W, log_b, first_centre, centres, COEF, nseries, widths, 
         i = np.rint(ws[M * L + j] * up)
         ws[PC * L + j] = i * down
         ws[NC * L + j] = -(i * down)
-        ws[IDX * L + j] = i - up
-    _centre_rows(ws, IDX, centres, np.int64(up) - first_centre, LOGC, W)
+        ws[IDX * L + j] = i
+    _centre_rows(ws, IDX, centres, first_centre, LOGC, W)
     _add(ws, M, W, NC, 1, W, NUM, sc)
     _add(ws, M, W, PC, 1, W, DEN, sc)
     _log_series(ws, NUM, DEN, LOGC, W, COEF, nseries, widths, div_plan, kmin, kmax, OUT, inner, sc)
@@ -606,7 +610,7 @@ def _log1p_centred(ws, X, W, log_b, first_centre, centres, COEF, nseries, widths
     x - d, x + (2 + d) (x plus the floats -d and 2 + d, exact).  ``lay``: the first of 14 W + 9 rows
     of scratch."""
     L = lanes_of(ws)
-    ND = lay  # one row each: -d, 2 + d, j
+    ND = lay  # one row each: -d, 2 + d, j + 2^b
     TD = ND + 1
     IDX = TD + 1
     NUM = IDX + 1
@@ -620,8 +624,8 @@ def _log1p_centred(ws, X, W, log_b, first_centre, centres, COEF, nseries, widths
         d = i * down
         ws[ND * L + j] = -d
         ws[TD * L + j] = 2.0 + d
-        ws[IDX * L + j] = i
-    _centre_rows(ws, IDX, centres, np.int64(up) - first_centre, LOGC, W)
+        ws[IDX * L + j] = i + up
+    _centre_rows(ws, IDX, centres, first_centre, LOGC, W)
     _add(ws, X, W, ND, 1, W, NUM, sc)
     _add(ws, X, W, TD, 1, W, DEN, sc)
     _log_series(ws, NUM, DEN, LOGC, W, COEF, nseries, widths, div_plan, kmin, kmax, OUT, inner, sc)
