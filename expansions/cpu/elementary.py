@@ -419,7 +419,10 @@ def log_plan(w: int, fmt: Format) -> LogPlan:
 
 
 def _log_series(num, den, logc):
-    """log c + 2 atanh(t), t = num / den (w terms; |t| <= 2^-(ratio/2)): 2t (1 + t^2/3 + t^4/5 + ...)
+    """log c + 2 atanh(t), t = num / den (w terms; |t| <= 2^-(ratio/2)): u (1 + t^2/3 + t^4/5 + ...)
+    with u = 2t = (2 num) / den (so that u keeps the bits of a subnormal log1p x: x / (2 + x) would
+    lose them) and t^2 = u^2 / 4 (both scalings exact, but for tail terms below the underflow
+    threshold),
     by the tapered Horner rule of :func:`log_plan` (step k at ``widths[k]`` terms: the library's
     product and addition, each renormalized, at two or more terms; at one term plain floats, the
     product and the sum each rounded once)."""
@@ -427,8 +430,8 @@ def _log_series(num, den, logc):
     dt = num.dtype
     plan = log_plan(w, format_of(dt))
     coef = C.atanh_coefficients(plan.n, w, dt.name)
-    t = _div(num, den)
-    t2 = _mul(t, t)
+    u = _div(num * dt.type(2), den)
+    t2 = _mul(u, u) * dt.type(0.25)
     wk = plan.widths[plan.n - 1]
     acc = np.repeat(coef[plan.n - 1 : plan.n, :wk], n_rows, axis=0)
     for k in range(plan.n - 2, -1, -1):
@@ -438,7 +441,7 @@ def _log_series(num, den, logc):
             continue
         c = np.repeat(coef[k : k + 1, :wk], n_rows, axis=0)
         acc = _add(_mul(_width(acc, wk), _width(t2, wk)), c)
-    return _add(logc, _mul(t, acc) * dt.type(2))
+    return _add(logc, _mul(u, acc))
 
 
 def _centre_logs(i, plan, w, dt):

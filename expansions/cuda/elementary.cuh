@@ -300,17 +300,17 @@ __device__ __forceinline__ T log_horner(Table<T> tab, T t2, T acc, int k, int la
     }
 }
 
-// log c + 2 atanh(num / den) (w terms): t = num / den, t2 = t t, the tapered Horner rule of the plan,
-// log c + (t acc) 2.  Twin: _log_series.
+// log c + 2 atanh(num / den) (w terms): u = (2 num) / den, t2 = u u / 4, the tapered Horner rule of the
+// plan, log c + u acc.  Twin: _log_series.
 template <class T, int w, int G>
 __device__ __noinline__ T log_series(T num, T den, T logc, Table<T> tab, int lane) {
     const int n = tab.at(H_LOG_N);
-    const T t = e_div<T, w, w, G>(num, den, lane);
-    const T t2 = e_mul<T, w, w, G>(t, t, lane);
+    const T u = e_div<T, w, w, G>(times<w>(num, T(2), lane), den, lane);
+    const T t2 = times<w>(e_mul<T, w, w, G>(u, u, lane), T(0.25), lane);
     const int first = tab.at(tab.at(H_LOG_WIDTHS) + n - 1);
     const T c = lane < first ? tab.value(tab.at(H_LOG_COEF) + (n - 1) * w + lane) : T(0);
     const T acc = log_horner<T, 1, w, G>(tab, t2, c, n - 2, lane);
-    return e_add<T, w, w, G>(logc, times<w>(e_mul<T, w, w, G>(t, acc, lane), T(2), lane), lane);
+    return e_add<T, w, w, G>(logc, e_mul<T, w, w, G>(u, acc, lane), lane);
 }
 
 // This lane's term of the log of the centre of index i (a term; row i - first of the centres' table, w

@@ -528,18 +528,21 @@ def _div(ws, X, n, Y, m, w, dst, steps, first_step, nsteps, kmin, kmax, lay, sc)
 @njit(**INNER)
 def _log_series(ws, NUM, DEN, LOGC, W, COEF, nseries, widths, div_plan, kmin, kmax, OUT, lay, sc):
     """Rows OUT := the twin's ``_log_series(num, den, logc)`` of rows NUM, DEN, LOGC (W terms each):
-    t = num / den, t2 = t t, the tapered Horner rule acc = acc t2 + 1/(2k+1) at ``widths[k]`` terms
-    (the accumulator padded with zeros to the step's width, t2 and the coefficient row truncated to
-    it: their first rows), then log c + (t acc) 2.  COEF: the ``nseries`` coefficients, W rows each;
-    ``div_plan``: the Newton division's plan row (its steps from entry 6, their number at entry 4).
+    u = (2 num) / den (NUM doubled in place), t2 = u u / 4, the tapered Horner rule acc = acc t2 +
+    1/(2k+1) at ``widths[k]`` terms (the accumulator padded with zeros to the step's width, t2 and the
+    coefficient row truncated to it: their first rows; at one term plain floats), then log c + u acc.
+    COEF: the ``nseries`` coefficients, W rows each; ``div_plan``: the Newton division's plan row (its
+    steps from entry 6, their number at entry 4).
     ``lay``: the first of 11 W + 6 rows of scratch."""
     Tt = lay
     T2 = Tt + W
     ACC = T2 + W
     TMP = ACC + W
     inner = TMP + W
-    _div(ws, NUM, W, DEN, W, W, Tt, div_plan, 6, div_plan[4], kmin, kmax, inner, sc)
+    _times(ws, NUM, W, 2.0, NUM)
+    _div(ws, NUM, W, DEN, W, W, Tt, div_plan, 6, div_plan[4], kmin, kmax, inner, sc)  # u = 2t
     _mul(ws, Tt, W, Tt, W, W, T2, sc)
+    _times(ws, T2, W, 0.25, T2)
     width = widths[nseries - 1]
     for t in range(width):
         st(ws, ACC + t, ld(ws, COEF + (nseries - 1) * W + t))
@@ -554,7 +557,6 @@ def _log_series(ws, NUM, DEN, LOGC, W, COEF, nseries, widths, div_plan, kmin, km
         _add(ws, TMP, step, COEF + k * W, step, step, ACC, sc)
         width = step
     _mul(ws, Tt, W, ACC, W, W, TMP, sc)
-    _times(ws, TMP, W, 2.0, TMP)
     _add(ws, LOGC, W, TMP, W, W, OUT, sc)
 
 
