@@ -49,7 +49,7 @@ def child(ops, terms, n, repeats) -> dict:
         y = ex.array(rng.uniform(0.5, 4, n), terms=R) / 7.0
         a = abs(x)
         calls = {"mul": (np.multiply, x, y), "add": (np.add, x, y), "div": (np.divide, x, y), "sqrt": (ex.sqrt, a),
-                 "exp": (ex.exp, y), "log": (ex.log, a)}
+                 "exp": (ex.exp, y), "log": (ex.log, a), "log1p": (ex.log1p, x / 16.0)}
         for op in ops:
             fn, *operands = calls[op]
 
@@ -102,7 +102,7 @@ def markdown(rec: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", help="the commit to compare with (this checkout is the new side)")
-    ap.add_argument("--ops", default=",".join(OPS), help="comma-separated: mul, add, div, sqrt, exp, log")
+    ap.add_argument("--ops", default=",".join(OPS), help="comma-separated: mul, add, div, sqrt, exp, log, log1p")
     ap.add_argument("--terms", default="3,4,8,16")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=15)

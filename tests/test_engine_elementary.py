@@ -27,7 +27,7 @@ FAST = [(2, "float64"), (3, "float64"), (4, "float64"), (5, "float64"), (8, "flo
         (2, "float32"), (3, "float32"), (8, "float32")]
 SLOW = [(6, "float64"), (9, "float64"), (13, "float64"), (16, "float64"), (31, "float64"), (32, "float64"),
         (4, "float32"), (5, "float32"), (16, "float32"), (32, "float32")]
-#: R = 32 in the default run for a representative of each body (exp's series, log's Newton iteration,
+#: R = 32 in the default run for a representative of each body (exp's series, log's centred atanh series,
 #: the trigonometric reduction, the hyperbolic branches)
 FAST_32 = ("exp", "log", "sin", "sinh")
 
@@ -52,7 +52,7 @@ def edge_rows(name, R, dtype):
     th = E.thresholds(dt)
     fmt = format_of(dt)
     lead = [0.0, -0.0, np.inf, -np.inf, np.nan, float(fmt.largest)]
-    if name == "log1p":  # -1 (exactly: -inf; a tail below: NaN; above: finite), Newton's range |x| <= 1/4
+    if name == "log1p":  # -1 (exactly: -inf; a tail below: NaN; above: finite), the centred series' range |x| <= 1/4
         for v in (dt.type(-1), dt.type(0.25), dt.type(-0.25), dt.type(-0.5)):
             lead += [v, np.nextafter(v, dt.type(np.inf)), np.nextafter(v, dt.type(-np.inf))]
         lead += [dt.type(2.0**-30), dt.type(-(2.0**-30)), dt.type(np.finfo(dt).tiny), dt.type(-2), dt.type(1e30)]

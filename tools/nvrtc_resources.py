@@ -58,10 +58,12 @@ def version_string() -> str:
     return ".".join(map(str, build.nvrtc_version()))
 
 
-def collect(threads: int | None = None) -> tuple[list[tuple], list[str]]:
-    """Compile everything; return the table rows (in the order of :data:`COLUMNS`) and notes."""
+def collect(threads: int | None = None, ops=None) -> tuple[list[tuple], list[str]]:
+    """Compile everything (or the instances of the operations ``ops``); return the table rows (in the
+    order of :data:`COLUMNS`) and notes."""
     archs, notes = target_archs()
-    jobs = {arch: build.resource_instances("sm_90" if arch == "sm_90" else arch) for arch in archs}
+    jobs = {arch: [i for i in build.resource_instances("sm_90" if arch == "sm_90" else arch)
+                   if ops is None or i.op in ops] for arch in archs}
     # every core: in CI this compile is the longest single test (the other xdist workers finish first and
     # leave their cores to it; NVRTC releases the GIL)
     threads = threads or (os.cpu_count() or 1)
@@ -143,6 +145,19 @@ def parse(text: str) -> list[tuple]:
     return rows
 
 
+def _typed(row: tuple) -> tuple:
+    """A parsed row with the integer columns as ints (``-`` kept), as :func:`collect` gives them."""
+    arch, label, dtype, N, M, R, *rest = row
+    return (arch, label, dtype, int(N), M if M == "-" else int(M), int(R), *map(int, rest))
+
+
+def merged(old_text: str, new_rows: list[tuple]) -> list[tuple]:
+    """The rows of ``old_text`` with those of the same instance replaced by ``new_rows``."""
+    fresh = {r[:6]: r for r in new_rows}
+    rows = [_typed(r) for r in parse(old_text)]
+    return [fresh.get(r[:6], r) for r in rows]
+
+
 def recorded_version(text: str) -> str | None:
     """The NVRTC version named in a resources.md text."""
     for line in text.splitlines():
@@ -156,12 +171,17 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
     ap.add_argument("--threads", type=int, default=None, help="parallel NVRTC programs (default: every core)")
     ap.add_argument("--output", type=Path, default=OUTPUT)
+    ap.add_argument("--ops", default="", help="comma-separated operations: compile only their instances and "
+                    "replace their rows of the file (the others kept as recorded)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    rows, notes = collect(args.threads)
-    text = render(rows, notes)
+    ops = [o for o in args.ops.split(",") if o] or None
+    rows, notes = collect(args.threads, ops)
     elapsed = time.perf_counter() - t0
     print(f"compiled {len(rows)} kernels with NVRTC {version_string()} in {elapsed:.1f} s")
+    if ops is not None:
+        rows = merged(args.output.read_text(), rows)
+    text = render(rows, notes)
     for n in notes:
         print("note:", n)
     status = 0

@@ -79,6 +79,33 @@ def taylor(kind: str, n: int, w: int, dtype: str) -> np.ndarray:
     return out
 
 
+@functools.cache
+def atanh_coefficients(n: int, w: int, dtype: str) -> np.ndarray:
+    """(n, w) coefficients 1/(2k+1), k = 0..n-1, each rounded to w terms (exact rationals rounded), so
+    that 2 atanh(t) = 2t * sum c_k (t^2)^k.  The greedy rounding is prefix-consistent: the first v terms
+    of a row are the row rounded to v terms (the logarithm's tapered Horner rule truncates them)."""
+    out = np.array([_rounded(Fraction(1, 2 * k + 1), w, dtype) for k in range(n)])
+    out.setflags(write=False)
+    return out
+
+
+@functools.cache
+def log_centres(b: int, first: int, count: int, w: int, dtype: str) -> np.ndarray:
+    """(count, w) table of log(c_i) for the centres c_i = i 2^-b, i = first .. first + count - 1, each
+    rounded to w terms (mpmath at the format's constant precision, an exact rational rounded greedily;
+    log(1) = 0 is the row of zeros).  The logarithm's argument reduction (:func:`expansions.cpu.
+    elementary._log_centred`) reads row i - first."""
+    fmt = format_of(dtype)
+    rows = []
+    with mpmath.workprec(_precision(fmt)):
+        for i in range(first, first + count):
+            q = fraction_from_mpf(mpmath.log(mpmath.mpf(i) / mpmath.mpf(2) ** b))
+            rows.append(_rounded(q, w, dtype))
+    out = np.array(rows)
+    out.setflags(write=False)
+    return out
+
+
 def shift_of(fmt: Format) -> int:
     """The scaling 2^S of the Payne–Hanek table, S = p + 2: it lifts the table's products m * F_E
     (m < 2^p, F_E < 4) so that the bits of the reduced argument down to the underflow threshold

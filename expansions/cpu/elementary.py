@@ -24,11 +24,23 @@ Algorithms (the bounds are empirical: :data:`expansions.bounds.ELEMENTARY`, meas
   Computer Arithmetic", 2010, chapter 4: argument reduction by 2^s, then O(sqrt(bits)) terms).  A row
   whose r is already small takes fewer halvings (:func:`_halvings`), so that r 2^-s does not fall
   below the underflow threshold.
-* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = log1p(f), f = m - 1 exact, by Newton's
-  iteration on expm1, y <- y + (f - expm1(y)) / (1 + expm1(y)), which keeps the relative accuracy
-  near 1 (Brent and Zimmermann, chapter 4: Newton's method on the inverse function), with the number of
-  terms doubling at each step (2, 4, 8, ..., W, W); log = log(m) + e ln2.  log1p: the same with
-  f = x when |x| <= 1/4; log2 = e + log(m)/ln2 (exact at powers of two); log10 = log x / ln 10.
+* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)); a table-based reduction (Tang's method; Muller,
+  chapter 6): the centre c = i 2^-b nearest m (b = :data:`LOG_CENTRE_BITS` = 7, i = rint(m0 2^b),
+  exact; 93 centres), log c from a table rounded to W terms (``constants.log_centres``, exact from
+  mpmath), t = (m - c)/(m + c) (m plus the float -c or c, then the library's division), |t| <= 2^-8.49,
+  and log m = log c + 2 atanh t = log c + 2t (1 + t^2/3 + t^4/5 + ...); log = log m + e ln2.  Near 1
+  the centre is 1 itself (log c = 0, t = (m - 1)/(m + 1)): the relative accuracy is kept.  The series
+  has n = ceil(bits / 16.99) terms and runs by a tapered Horner rule (as in MultiFloats.jl): step k
+  (the coefficient 1/(2k+1), t^2 and the accumulator) at only the terms its contribution (t^2)^k
+  needs, ceil((bits - 16.99 k)/(p - 1)), rounded up to 1, 2, 4, ..., W (:func:`log_plan`; one plan per
+  (W, format) that the engine and the CUDA table read).  Operation count at W terms: 2 additions of a
+  float, one Newton division, 2 products, the n Horner steps (a product and an addition each, at
+  their widths: float64 W = 3: n = 10, widths[k] 3 for k < 4, 2 for k < 7, then 1; n at W = 5: 16;
+  W = 9: 28; W = 17: 53; W = 32: 64, of which 15 at W), a product and an addition for log c, 2 for e ln2; the former
+  Newton iteration on expm1 ran W = 3 as three steps each with an expm1 series, its halvings and a
+  Newton division.  log1p: for |x| <= 1/4 the same series without forming 1 + x: j = rint(x0 2^b),
+  c = 1 + j 2^-b, t = (x - j 2^-b) / (x + (2 + j 2^-b)) (both floats exact; t = x / (2 + x) for
+  tiny x); beyond, log(1 + x).  log2 = e + log(m)/ln2 (exact at powers of two); log10 = log x / ln 10.
 * pow(x, y) = exp(y log |x|) with the signs and special cases of IEEE 754 pow; integer exponents
   also by binary powering (:func:`expansions.elementwise.power`).
 * sin, cos, tan: reduction modulo pi/2 by a Payne–Hanek method on each term (:func:`_reduce_half_pi`,
@@ -55,8 +67,8 @@ functions at the same widths, the constants of :mod:`expansions.cpu.constants`, 
 thresholds (:func:`thresholds`) in one device array (:func:`expansions.cuda.elementary.table`; the
 Payne–Hanek table is 969 x 32 float64 at most), per-group branches where the twins select rows
 (``_rows``; warp-uniform, every group computes a branch that any group of its warp takes), the same
-special rows.  Nothing here calls libm on a value that reaches the result (the Newton starts
-:func:`_log1p_start` and :func:`_atan_start` use IEEE operations only), so the kernels give the same
+special rows.  Nothing here calls libm on a value that reaches the result (the Newton start
+:func:`_atan_start` uses IEEE operations only), so the kernels give the same
 bits (tests/test_elementary_emulated.py in the warp emulator, tests/test_gpu_elementary.py on a GPU).
 """
 
@@ -332,20 +344,6 @@ def _series_terms(p: int, log2_ratio: float) -> int:
     return -(-(p + 1) // int(log2_ratio))
 
 
-def _log1p_start(f0):
-    """A float start for log1p(f0), |f0| <= 0.42, from IEEE operations only (no libm: the kernel
-    gets the same bits): 2 atanh(u), u = f0 / (2 + f0), |u| <= 0.18, by the series
-    2u (1 + u^2/3 + u^4/5 + ...) in Horner's rule.  Twin of ``log1p_start`` in elementary.cuh."""
-    dt = f0.dtype
-    u = f0 / (dt.type(2) + f0)
-    u2 = u * u
-    n = _series_terms(format_of(dt).p, 5)
-    acc = np.full_like(f0, dt.type(1) / dt.type(2 * n - 1))
-    for k in range(n - 2, -1, -1):
-        acc = acc * u2 + dt.type(1) / dt.type(2 * k + 1)
-    return (u * acc) * dt.type(2)
-
-
 def _atan_start(x0):
     """A float start for atan(x0), |x0| <= 1, from IEEE operations only: two halvings
     atan t = 2 atan(t / (1 + sqrt(1 + t^2))) to |t| <= tan(pi/16) < 0.2, the series
@@ -362,18 +360,125 @@ def _atan_start(x0):
     return (t * acc) * dt.type(4)
 
 
-def _log1p_newton(f):
-    """log1p(f) for -0.29 <= f <= 0.42 (w terms; |log1p f| <= 0.35) by Newton's iteration on expm1,
-    terms doubling."""
-    n_rows, w = f.shape
-    dt = f.dtype
-    y = _float_col(_log1p_start(f[:, 0]), 1, dt)
-    for wi in _newton_widths(w):
-        yi, fi = _width(y, wi), _width(f, wi)
-        em = _expm1_small(yi)
-        d = _div(_add(fi, -em), _add(_const_one(n_rows, wi, dt), em))
-        y = _add(yi, d)
-    return y
+#: The centres' spacing 2^-b of the logarithm's table (see :func:`log_plan`).
+LOG_CENTRE_BITS = 7
+
+
+@dataclass(frozen=True)
+class LogPlan:
+    """The logarithm's evaluation plan at w terms of a format (:func:`log_plan`): the centres
+    c_i = i 2^-b, i = first .. first + count - 1 (the table ``constants.log_centres``), the n terms of
+    the atanh series, ``ratio`` (t^2 <= 2^-ratio), and ``widths[k]``: the terms of the k-th Horner step
+    (the coefficient 1/(2k+1), t^2 and the accumulator are truncated to it)."""
+
+    b: int
+    first: int
+    count: int
+    n: int
+    ratio: float
+    widths: tuple
+
+
+def _taper_widths(w: int) -> tuple:
+    """The widths a tapered step may take: 1 and the Newton steps' 2, 4, 8, ..., w (the widths at
+    which the kernels already compile the library's operations)."""
+    return tuple(sorted({1, *_newton_widths(w)}))
+
+
+@functools.cache
+def log_plan(w: int, fmt: Format) -> LogPlan:
+    """The plan of the logarithm at w terms (read by the engine and the CUDA table too).
+
+    m in [sqrt(1/2), sqrt(2)] (its leading term m0 <= RN(sqrt 2), above RN(sqrt 2)/2); the centre
+    c = i 2^-b, i = rint(m0 2^b), so |m0 - c| <= 2^-(b+1), |m - c| <= 2^-(b+1) + ulp(m0) and
+    m + c >= 2 RN(sqrt 2)/2 - 2^-(b+1); ``ratio`` = -2 log2 of the bound on |t| = |m - c| / (m + c),
+    rounded down to 1/1024.  The series 1 + t^2/3 + ... after n terms leaves t^(2n)/(1 - t^2) relative
+    (its sum is >= 1): n = ceil(bits / ratio), bits = :func:`_bits`.  The k-th Horner step contributes
+    (t^2)^k times a value of order 1, so it needs bits - k ratio bits: ceil((bits - k ratio) / (p - 1))
+    terms (an expansion of v terms carries v (p - 1) bits), at least 1, at most w, rounded up to one
+    of :func:`_taper_widths` (the tapered Horner rule of MultiFloats.jl's elementary functions).  An
+    operation at v terms errs by a few units of 2^-v(p-1) relative; its contribution times (t^2)^k
+    stays below a few units of 2^-bits, bits = w (p - 1) + 5 (one guard term beyond R)."""
+    b = LOG_CENTRE_BITS
+    p = fmt.p
+    sqrt2 = float(thresholds(fmt.name)["sqrt2"])
+    lo = math.floor(sqrt2 / 2 * 2**b)  # rint(m0 2^b) for the smallest m0 (a tie may round down)
+    hi = math.ceil(sqrt2 * 2**b)
+    half = 2.0 ** -(b + 1)
+    tmax = half * (1 + 2.0 ** -(p - 2)) / (sqrt2 - half)
+    ratio = math.floor(-2 * math.log2(tmax) * 1024) / 1024
+    bits = _bits(w, fmt)
+    n = max(1, math.ceil(bits / ratio))
+    allowed = _taper_widths(w)
+    widths = []
+    for k in range(n):
+        v = min(max(math.ceil((bits - k * ratio) / (p - 1)), 1), w)
+        widths.append(next(a for a in allowed if a >= v))
+    widths[0] = w
+    return LogPlan(b, lo, hi - lo + 1, n, ratio, tuple(widths))
+
+
+def _log_series(num, den, logc):
+    """log c + 2 atanh(t), t = num / den (w terms; |t| <= 2^-(ratio/2)): u (1 + t^2/3 + t^4/5 + ...)
+    with u = 2t = (2 num) / den (so that u keeps the bits of a subnormal log1p x: x / (2 + x) would
+    lose them) and t^2 = u^2 / 4 (both scalings exact, but for tail terms below the underflow
+    threshold),
+    by the tapered Horner rule of :func:`log_plan` (step k at ``widths[k]`` terms: the library's
+    product and addition, each renormalized, at two or more terms; at one term plain floats, the
+    product and the sum each rounded once)."""
+    n_rows, w = num.shape
+    dt = num.dtype
+    plan = log_plan(w, format_of(dt))
+    coef = C.atanh_coefficients(plan.n, w, dt.name)
+    u = _div(num * dt.type(2), den)
+    t2 = _mul(u, u) * dt.type(0.25)
+    wk = plan.widths[plan.n - 1]
+    acc = np.repeat(coef[plan.n - 1 : plan.n, :wk], n_rows, axis=0)
+    for k in range(plan.n - 2, -1, -1):
+        wk = plan.widths[k]
+        if wk == 1:  # plain floats: two IEEE operations
+            acc = _float_col(acc[:, 0] * t2[:, 0] + coef[k, 0], 1, dt)
+            continue
+        c = np.repeat(coef[k : k + 1, :wk], n_rows, axis=0)
+        acc = _add(_mul(_width(acc, wk), _width(t2, wk)), c)
+    return _add(logc, _mul(u, acc))
+
+
+def _centre_logs(i, plan, w, dt):
+    """The rows of the centres' table for the centre indices i (terms): row i - first, clamped to the
+    table in the terms' type (NaN to the first row) before the conversion to integers; a body row is
+    always inside, the clamp only keeps a garbage operand (a tail that is not ulp-nonoverlapping) from
+    reading outside (the engine and the kernels clamp the same way)."""
+    row = i - dt.type(plan.first)
+    row = np.where(row > 0, row, dt.type(0))
+    row = np.where(row < dt.type(plan.count - 1), row, dt.type(plan.count - 1))
+    return C.log_centres(plan.b, plan.first, plan.count, w, dt.name)[row.astype(np.int64)]
+
+
+def _log_centred(m):
+    """log m for m0 in (RN(sqrt 2)/2, RN(sqrt 2)] (w terms): the centre c = i 2^-b nearest m0
+    (i = rint(m0 2^b), exact), t = (m - c) / (m + c) (m - c and m + c: m plus the float -c or c),
+    log m = log c + 2 atanh t (:func:`_log_series`, log c from the table)."""
+    n_rows, w = m.shape
+    dt = m.dtype
+    plan = log_plan(w, format_of(dt))
+    i = np.rint(m[:, 0] * dt.type(2.0**plan.b))
+    c = i * dt.type(2.0**-plan.b)
+    logc = _centre_logs(i, plan, w, dt)
+    return _log_series(_add(m, _float_col(-c, 1, dt)), _add(m, _float_col(c, 1, dt)), logc)
+
+
+def _log1p_centred(x):
+    """log1p x for |x0| <= 1/4 without forming 1 + x (w terms): j = rint(x0 2^b), c = 1 + j 2^-b,
+    t = (x - j 2^-b) / (x + (2 + j 2^-b)) (the floats -j 2^-b and 2 + j 2^-b are exact), log c from
+    the table (0 for j = 0: then t = x / (2 + x), relatively accurate however small x is)."""
+    n_rows, w = x.shape
+    dt = x.dtype
+    plan = log_plan(w, format_of(dt))
+    j = np.rint(x[:, 0] * dt.type(2.0**plan.b))
+    d = j * dt.type(2.0**-plan.b)
+    logc = _centre_logs(j + dt.type(2**plan.b), plan, w, dt)
+    return _log_series(_add(x, _float_col(-d, 1, dt)), _add(x, _float_col(dt.type(2) + d, 1, dt)), logc)
 
 
 def _log_parts(x):
@@ -384,8 +489,7 @@ def _log_parts(x):
     up = m[:, 0] > thresholds(dt)["sqrt2"]
     e = e + up
     m = np.where(up[:, None], m * dt.type(0.5), m)
-    f = _add(m, -_const_one(x.shape[0], x.shape[1], dt))
-    return _log1p_newton(f), e
+    return _log_centred(m), e
 
 
 def _log_w(x):
@@ -394,11 +498,11 @@ def _log_w(x):
 
 
 def _log1p_w(x):
-    """log1p of finite x > -1: Newton on x itself for |x| <= 1/4 (so that |log1p x| <= 0.29 stays in
-    the range of :func:`_expm1_small`), log(1 + x) beyond (1 + x exact for x >= -1/2)."""
+    """log1p of finite x > -1: the centred series on x itself for |x| <= 1/4 (:func:`_log1p_centred`),
+    log(1 + x) beyond (1 + x exact for x >= -1/2)."""
     w = x.shape[1]
     small = np.abs(x[:, 0]) <= 0.25
-    a = _rows(small, _log1p_newton, x)
+    a = _rows(small, _log1p_centred, x)
     b = _rows(~small, lambda v: _log_w(_add(v, _const_one(v.shape[0], w, v.dtype))), x)
     return np.where(small[:, None], a, b)
 

@@ -51,7 +51,14 @@ enum : int {
     H_PI,
     H_HALF_PI,
     H_THREE_QUARTER_PI,
-    H_PLANS = 16,   // the plans of width w at H_PLANS + PLAN_STRIDE * w, entries P_*
+    H_LOG_B = 16,   // the logarithm's plan (log_plan of the twin): the centres' spacing 2^-b,
+    H_LOG_FIRST,    // the first centre's index,
+    H_LOG_N,        // the atanh series' terms n,
+    H_LOG_CENTRES,  // offset of the centres' logs, rows of W terms,
+    H_LOG_COEF,     // offset of the coefficients 1/(2k+1), n rows of W terms,
+    H_LOG_WIDTHS,   // offset of the Horner steps' widths, n entries,
+    H_LOG_COUNT,    // the number of centres
+    H_PLANS = 24,   // the plans of width w at H_PLANS + PLAN_STRIDE * w, entries P_*
     PLAN_STRIDE = 8
 };
 enum : int { P_EXP_S = 0, P_EXP_N, P_EXP_OFF, P_SIN_S, P_SIN_N, P_SIN_OFF, P_VERSIN_OFF };
@@ -266,51 +273,84 @@ __device__ __forceinline__ T expm1_w(T x, Table<T> tab, int lane) {
 // Terms of a float series whose ratio is below 2^-l, to 2^-(p+1).  Twin: _series_terms.
 __host__ __device__ constexpr int series_terms(int p, int l) { return (p + 1 + l - 1) / l; }
 
-// A float start of log1p(f0), IEEE operations only.  Twin: _log1p_start.
-template <class T>
-__device__ __forceinline__ T log1p_start(T f0) {
-    constexpr int n = series_terms(FloatBits<T>::P, 5);
-    const T u = div_rn(f0, add_rn(T(2), f0));
-    const T u2 = mul_rn(u, u);
-    T acc = div_rn(T(1), T(2 * n - 1));
+// The widths a tapered Horner step may take, ascending: 1, then 2, 4, 8, ... below w, then w.
+// Twin: _taper_widths.
+__host__ __device__ constexpr int next_taper_width(int v, int w) { return 2 * v < w ? 2 * v : w; }
+
+// The Horner steps k, k-1, ... of the tapered atanh series at width v (while the plan's widths[k] is
+// v), then those at the next widths: acc = acc t2 + 1/(2k+1), each operand cut to v terms.  k: the
+// next step's index (-1: done).  Twin: the loop of _log_series.
+template <class T, int v, int w, int G>
+__device__ __forceinline__ T log_horner(Table<T> tab, T t2, T acc, int k, int lane) {
+    const int widths = tab.at(H_LOG_WIDTHS);
+    const int coef = tab.at(H_LOG_COEF);
 #pragma unroll 1
-    for (int k = n - 2; k >= 0; --k) acc = add_rn(mul_rn(acc, u2), div_rn(T(1), T(2 * k + 1)));
-    return mul_rn(mul_rn(u, acc), T(2));
-}
-
-// One Newton step on expm1 at wi terms: y <- y + (f - expm1(y)) / (1 + expm1(y)).
-// Twin: the loop body of _log1p_newton.
-template <class T, int wi, int G>
-__device__ __noinline__ T log1p_step(T f, T y, Table<T> tab, int lane) {
-    const T yi = cut<wi>(y, lane);
-    const T fi = cut<wi>(f, lane);
-    const T em = expm1_small<T, wi, G>(yi, tab, lane);
-    const T d = e_div<T, wi, wi, G>(e_add<T, wi, wi, G>(fi, neg<wi>(em, lane), lane),
-                                    e_add<T, wi, wi, G>(one<T>(lane), em, lane), lane);
-    return e_add<T, wi, wi, G>(yi, d, lane);
-}
-
-// The steps at 2, 4, 8, ... terms up to w (_newton_widths without the repeated last one).
-template <class T, int wi, int w, int G>
-__device__ __forceinline__ T log1p_chain(T f, T y, Table<T> tab, int lane) {
-    const T next = log1p_step<T, wi, G>(f, y, tab, lane);
-    if constexpr (wi < w) {
-        return log1p_chain<T, (2 * wi < w ? 2 * wi : w), w, G>(f, next, tab, lane);
+    for (; k >= 0 && tab.at(widths + k) == v; --k) {
+        const T c = lane < v ? tab.value(coef + k * w + lane) : T(0);
+        if constexpr (v == 1) {  // plain floats: the product and the sum each rounded once
+            acc = col(add_rn(mul_rn(acc, t2), c), lane);  // lane 0's terms
+        } else {
+            acc = e_add<T, v, v, G>(e_mul<T, v, v, G>(cut<v>(acc, lane), cut<v>(t2, lane), lane), c, lane);
+        }
+    }
+    if constexpr (v < w) {
+        return log_horner<T, next_taper_width(v, w), w, G>(tab, t2, acc, k, lane);
     } else {
-        return next;
+        return acc;
     }
 }
 
-// log1p(f) for -0.29 <= f <= 0.42 (w terms) by Newton's iteration on expm1, terms doubling.
-// Twin: _log1p_newton.
+// log c + 2 atanh(num / den) (w terms): u = (2 num) / den, t2 = u u / 4, the tapered Horner rule of the
+// plan, log c + u acc.  Twin: _log_series.
 template <class T, int w, int G>
-__device__ __forceinline__ T log1p_newton(T f, Table<T> tab, int lane) {
-    const T y = col(log1p_start(shfl<G>(f, 0)), lane);
-    return log1p_step<T, w, G>(f, log1p_chain<T, 2, w, G>(f, y, tab, lane), tab, lane);
+__device__ __noinline__ T log_series(T num, T den, T logc, Table<T> tab, int lane) {
+    const int n = tab.at(H_LOG_N);
+    const T u = e_div<T, w, w, G>(times<w>(num, T(2), lane), den, lane);
+    const T t2 = times<w>(e_mul<T, w, w, G>(u, u, lane), T(0.25), lane);
+    const int first = tab.at(tab.at(H_LOG_WIDTHS) + n - 1);
+    const T c = lane < first ? tab.value(tab.at(H_LOG_COEF) + (n - 1) * w + lane) : T(0);
+    const T acc = log_horner<T, 1, w, G>(tab, t2, c, n - 2, lane);
+    return e_add<T, w, w, G>(logc, e_mul<T, w, w, G>(u, acc, lane), lane);
 }
 
-// The reduced argument f = m - 1 and e with x = m 2^e, m in [sqrt(1/2), sqrt(2)): the twin's
-// _log_parts before its call of _log1p_newton.
+// This lane's term of the log of the centre of index i (a term; row i - first of the centres' table, w
+// terms).  The row is clamped to the table (NaN to its first row) before the conversion to int: the
+// groups outside the body (zeros, NaN, infinities) compute on their own x and discard the result.
+template <class T, int w>
+__device__ __forceinline__ T centre_log(Table<T> tab, T i, int lane) {
+    T row = i - tab.value(H_LOG_FIRST);
+    const T last = tab.value(H_LOG_COUNT) - T(1);
+    row = row > T(0) ? row : T(0);
+    row = row < last ? row : last;
+    return lane < w ? tab.value(tab.at(H_LOG_CENTRES) + static_cast<int>(row) * w + lane) : T(0);
+}
+
+// log m for m0 in (RN(sqrt 2)/2, RN(sqrt 2)] (w terms): the centre c = i 2^-b nearest m0, t = (m - c) /
+// (m + c), log c + 2 atanh t.  Twin: _log_centred.
+template <class T, int w, int G>
+__device__ __forceinline__ T log_centred(T m, Table<T> tab, int lane) {
+    const int b = tab.at(H_LOG_B);
+    const T i = rint_of(mul_rn(shfl<G>(m, 0), scale(T(1), b)));
+    const T c = mul_rn(i, scale(T(1), -b));
+    const T logc = centre_log<T, w>(tab, i, lane);
+    return log_series<T, w, G>(e_add<T, w, 1, G>(m, col(negated(c), lane), lane),
+                               e_add<T, w, 1, G>(m, col(c, lane), lane), logc, tab, lane);
+}
+
+// log1p x for |x0| <= 1/4 without forming 1 + x (w terms): j = rint(x0 2^b), d = j 2^-b, t = (x - d) /
+// (x + (2 + d)), log(1 + d) + 2 atanh t.  Twin: _log1p_centred.
+template <class T, int w, int G>
+__device__ __forceinline__ T log1p_centred(T x, Table<T> tab, int lane) {
+    const int b = tab.at(H_LOG_B);
+    const T j = rint_of(mul_rn(shfl<G>(x, 0), scale(T(1), b)));
+    const T d = mul_rn(j, scale(T(1), -b));
+    const T logc = centre_log<T, w>(tab, add_rn(j, scale(T(1), b)), lane);
+    return log_series<T, w, G>(e_add<T, w, 1, G>(x, col(negated(d), lane), lane),
+                               e_add<T, w, 1, G>(x, col(add_rn(T(2), d), lane), lane), logc, tab, lane);
+}
+
+// The reduced argument m and e with x = m 2^e, m in [sqrt(1/2), sqrt(2)): the twin's _log_parts before
+// its call of _log_centred.
 template <class T, int w, int G>
 __device__ __forceinline__ T log_argument(T x, Table<T> tab, int lane, int& e) {
     e = leading_exponent(shfl<G>(x, 0));
@@ -318,34 +358,29 @@ __device__ __forceinline__ T log_argument(T x, Table<T> tab, int lane, int& e) {
     const bool up = shfl<G>(m, 0) > tab.value(H_SQRT2);
     e += up ? 1 : 0;
     if (up) m = mul_rn(m, T(0.5));
-    return e_add<T, w, w, G>(m, neg<w>(one<T>(lane), lane), lane);
+    return m;
 }
 
 // log x = y + e ln2.  Twin: _log_w.
 template <class T, int w, int G>
 __device__ __forceinline__ T log_w(T x, Table<T> tab, int lane) {
     int e;
-    const T y = log1p_newton<T, w, G>(log_argument<T, w, G>(x, tab, lane, e), tab, lane);
+    const T y = log_centred<T, w, G>(log_argument<T, w, G>(x, tab, lane, e), tab, lane);
     return e_add<T, w, w, G>(y, e_mul<T, 1, w, G>(col(static_cast<T>(e), lane),
                                                   tab.template constant<w>(LN2, lane), lane), lane);
 }
 
-// log1p of finite x > -1: Newton on x for |x| <= 1/4, log(1 + x) beyond.  Twin: _log1p_w (its two
-// branches share one Newton iteration here: on x, or on the reduced argument of 1 + x).
+// log1p of finite x > -1: the centred series on x for |x| <= 1/4, log(1 + x) beyond.  Twin: _log1p_w.
 template <class T, int w, int G>
 __device__ __forceinline__ T log1p_w(T x, Table<T> tab, int lane) {
     const bool small = magnitude(shfl<G>(x, 0)) <= T(0.25);
-    T f = x;
-    int e = 0;
-    if (warp_any(!small)) {
-        const T v = log_argument<T, w, G>(e_add<T, w, w, G>(x, one<T>(lane), lane), tab, lane, e);
-        if (!small) f = v;
+    T out = T(0);
+    if (warp_any(small)) {
+        const T v = log1p_centred<T, w, G>(small ? x : T(0), tab, lane);
+        if (small) out = v;
     }
-    const T y = log1p_newton<T, w, G>(f, tab, lane);
-    T out = y;
     if (warp_any(!small)) {
-        const T v = e_add<T, w, w, G>(y, e_mul<T, 1, w, G>(col(static_cast<T>(e), lane),
-                                                           tab.template constant<w>(LN2, lane), lane), lane);
+        const T v = log_w<T, w, G>(e_add<T, w, w, G>(small ? T(0) : x, one<T>(lane), lane), tab, lane);
         if (!small) out = v;
     }
     return out;
@@ -355,7 +390,7 @@ __device__ __forceinline__ T log1p_w(T x, Table<T> tab, int lane) {
 template <class T, int w, int G>
 __device__ __forceinline__ T log2_w(T x, Table<T> tab, int lane) {
     int e;
-    const T y = log1p_newton<T, w, G>(log_argument<T, w, G>(x, tab, lane, e), tab, lane);
+    const T y = log_centred<T, w, G>(log_argument<T, w, G>(x, tab, lane, e), tab, lane);
     return e_add<T, 1, w, G>(col(static_cast<T>(e), lane),
                              e_mul<T, w, w, G>(y, tab.template constant<w>(INV_LN2, lane), lane), lane);
 }

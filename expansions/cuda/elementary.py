@@ -2,9 +2,11 @@
 
 One array of terms per (R, dtype) holds everything the kernels read besides their operands: the
 constants of :mod:`expansions.cpu.constants` (exactly generated, rounded to W = working_terms(R)
-terms), the Payne–Hanek table of 2/pi at M = min(2W + 2, 32) terms, the Taylor coefficients and
-evaluation plans (s, n) of :func:`expansions.cpu.elementary._exp_plan` and ``_sin_plan`` for every
-width the kernels use (W and the Newton steps' 2, 4, 8, ...), and the branch thresholds of
+terms), the logarithm's plan (:func:`expansions.cpu.elementary.log_plan`) with its table of the
+centres' logarithms and the atanh coefficients at W terms, the Payne–Hanek table of 2/pi at
+M = min(2W + 2, 32) terms, the Taylor coefficients and evaluation plans (s, n) of
+:func:`expansions.cpu.elementary._exp_plan` and ``_sin_plan`` for every width the kernels use (W and
+the Newton steps' 2, 4, 8, ...), and the branch thresholds of
 :func:`expansions.cpu.elementary.thresholds`.  Small integers (offsets, plans) are stored as terms,
 exactly.  The layout is the ``H_*`` / ``P_*`` indices of ``elementary.cuh``; nothing there is typed in.
 The launchers (:mod:`expansions.cuda.launch`) pass the table, copied once per device, as the last
@@ -25,7 +27,12 @@ from ..formats import MAX_TERMS, format_of
 CONSTANTS = ("ln2", "inv_ln2", "inv_ln10", "pi", "half_pi", "quarter_pi", "three_quarter_pi")
 #: Thresholds at header entries 8.. (``H_EXP_LO`` ...), keys of :func:`expansions.cpu.elementary.thresholds`.
 THRESHOLDS = ("exp_lo", "exp_hi", "hyp_limit", "sqrt2", "quarter_pi", "pi", "half_pi", "three_quarter_pi")
-HEADER_PLANS = 16
+#: The logarithm's plan at header entries 16.. (``H_LOG_B`` ...): b, the first centre's index, the
+#: series' terms n, the offsets of the centres' logs (rows of W terms), of the atanh coefficients (n rows
+#: of W terms) and of the Horner steps' widths (n entries), the number of centres:
+#: :func:`expansions.cpu.elementary.log_plan`.
+HEADER_LOG = 16
+HEADER_PLANS = 24
 PLAN_STRIDE = 8
 HEADER = HEADER_PLANS + PLAN_STRIDE * (MAX_TERMS + 1)
 
@@ -62,6 +69,12 @@ def table(R: int, dtype) -> np.ndarray:
     header[7] = put(ph)
     th = E.thresholds(dt)
     header[8 : 8 + len(THRESHOLDS)] = [th[k] for k in THRESHOLDS]
+    lp = E.log_plan(W, fmt)
+    header[HEADER_LOG : HEADER_LOG + 3] = (lp.b, lp.first, lp.n)
+    header[HEADER_LOG + 3] = put(C.log_centres(lp.b, lp.first, lp.count, W, dt.name))
+    header[HEADER_LOG + 4] = put(C.atanh_coefficients(lp.n, W, dt.name))
+    header[HEADER_LOG + 5] = put(np.array(lp.widths))
+    header[HEADER_LOG + 6] = lp.count
     for w in widths(W):
         es, en = E._exp_plan(w, fmt)
         ss, sn = E._sin_plan(w, fmt)

@@ -472,7 +472,7 @@ def _sincos_body(ws, X, W, M, ONE, TAYS, TAYV, ntay, s, TWO_OVER_PI, HALF_PI, ta
 
 
 # ---------------------------------------------------------------------------------------------
-# log (twins: newton.div, _div, _log1p_start, _log1p_newton, _log_parts, _log_w)
+# log (twins: newton.div, _div, _log_series, _log_centred, _log1p_centred, _log_parts, _log_w)
 
 
 @njit(**INNER)
@@ -523,56 +523,126 @@ def _div(ws, X, n, Y, m, w, dst, steps, first_step, nsteps, kmin, kmax, lay, sc)
 
 
 @njit(**INNER)
-def _log1p_newton(ws, Fr, W, ONE, start, nstart, plan, TAYROWS, kmin, kmax, Y, lay, sc):
-    """Rows Y := the twin's ``_log1p_newton`` of rows Fr (W terms): Newton's iteration on expm1 from
-    the float start ``_log1p_start`` (coefficients ``start``), the terms of each step and its constants
-    in ``plan`` (rows: w_i, s_i, n_i, the Taylor rows' offset from TAYROWS, the number of the Newton
-    division's steps, the Taylor coefficients' first row in the constants, the steps).  ``lay``: the
-    first of 13 W + 6 rows of scratch."""
-    YI = lay
-    EM = YI + W
-    NEM = EM + W
-    NUM = NEM + W
-    DEN = NUM + W
-    D = DEN + W
-    inner = D + W
-    # the float start: 2 atanh(u), u = f0 / (2 + f0), by its series in Horner's rule
-    f0 = ld(ws, Fr)
-    u = f0 / (splat(f0, 2.0) + f0)
-    u2 = u * u
-    acc = splat(f0, start[nstart - 1])
-    for k in range(nstart - 2, -1, -1):
-        acc = acc * u2 + splat(f0, start[k])
-    st(ws, Y, (u * acc) * splat(f0, 2.0))
-    yn = 1
-    zero = splat(f0, 0.0)
-    for i in range(plan.shape[0]):
-        wi, si, ni, off, nst = plan[i, 0], plan[i, 1], plan[i, 2], plan[i, 3], plan[i, 4]
-        for t in range(wi):
-            st(ws, YI + t, ld(ws, Y + t) if t < yn else zero)
-        _expm1_small(ws, YI, wi, TAYROWS + off, ni, si, kmin, kmax, EM, inner, sc)
-        _neg(ws, EM, wi, NEM)
-        _add(ws, Fr, wi, NEM, wi, wi, NUM, sc)  # the first wi terms of f (its width wi)
-        _add(ws, ONE, wi, EM, wi, wi, DEN, sc)
-        _div(ws, NUM, wi, DEN, wi, wi, D, plan[i], 6, nst, kmin, kmax, inner, sc)
-        _add(ws, YI, wi, D, wi, wi, Y, sc)
-        yn = wi
+def _log_series(ws, NUM, DEN, LOGC, W, COEF, nseries, widths, div_plan, kmin, kmax, OUT, lay, sc):
+    """Rows OUT := the twin's ``_log_series(num, den, logc)`` of rows NUM, DEN, LOGC (W terms each):
+    u = (2 num) / den (NUM doubled in place), t2 = u u / 4, the tapered Horner rule acc = acc t2 +
+    1/(2k+1) at ``widths[k]`` terms (the accumulator padded with zeros to the step's width, t2 and the
+    coefficient row truncated to it: their first rows; at one term plain floats), then log c + u acc.
+    COEF: the ``nseries`` coefficients, W rows each; ``div_plan``: the Newton division's plan row (its
+    steps from entry 6, their number at entry 4).
+    ``lay``: the first of 11 W + 6 rows of scratch."""
+    Tt = lay
+    T2 = Tt + W
+    ACC = T2 + W
+    TMP = ACC + W
+    inner = TMP + W
+    _times(ws, NUM, W, 2.0, NUM)
+    _div(ws, NUM, W, DEN, W, W, Tt, div_plan, 6, div_plan[4], kmin, kmax, inner, sc)  # u = 2t
+    _mul(ws, Tt, W, Tt, W, W, T2, sc)
+    _times(ws, T2, W, 0.25, T2)
+    width = widths[nseries - 1]
+    for t in range(width):
+        st(ws, ACC + t, ld(ws, COEF + (nseries - 1) * W + t))
+    for k in range(nseries - 2, -1, -1):
+        step = widths[k]
+        if step == 1:  # plain floats: the product and the sum each rounded once (no contraction)
+            st(ws, ACC, ld(ws, ACC) * ld(ws, T2) + ld(ws, COEF + k * W))
+            continue
+        if step > width:
+            _zero(ws, ACC + width, step - width)
+        _mul(ws, ACC, step, T2, step, step, TMP, sc)
+        _add(ws, TMP, step, COEF + k * W, step, step, ACC, sc)
+        width = step
+    _mul(ws, Tt, W, ACC, W, W, TMP, sc)
+    _add(ws, LOGC, W, TMP, W, W, OUT, sc)
 
 
 @njit(**INNER)
-def _log_body(fn, ws, X, W, ONE, LN2, CK, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, OUT, lay, sc):
+def _centre_rows(ws, IDX, centres, first_centre, LOGC, W):
+    """Rows LOGC := per lane, the twin's ``_centre_logs``: row i - first_centre of the table ``centres``
+    (i: the centre's index in row IDX), clamped to the table in floating point (NaN to row 0) before
+    the conversion to an integer (the log of the lane's centre, W terms)."""
+    L = lanes_of(ws)
+    last = centres.shape[0] - 1
+    for j in range(L):
+        r = ws[IDX * L + j] - first_centre
+        r = r if r > 0 else 0.0
+        r = r if r < last else last
+        row = np.int64(r)
+        for t in range(W):
+            ws[(LOGC + t) * L + j] = centres[row, t]
+
+
+@njit(**INNER)
+def _log_centred(ws, M, W, log_b, first_centre, centres, COEF, nseries, widths, div_plan, kmin, kmax, OUT,
+                 lay, sc):
+    """Rows OUT := the twin's ``_log_centred(m)`` of rows M (W terms, m0 in (RN(sqrt 2)/2, RN(sqrt 2)]):
+    i = rint(m0 2^b), c = i 2^-b (exact), log c from the table row i - first_centre, then
+    :func:`_log_series` of m - c, m + c (m plus the float -c, c).  ``lay``: the first of 14 W + 9
+    rows of scratch."""
+    L = lanes_of(ws)
+    NC = lay  # one row each: -c, c, i
+    PC = NC + 1
+    IDX = PC + 1
+    NUM = IDX + 1
+    DEN = NUM + W
+    LOGC = DEN + W
+    inner = LOGC + W
+    up = 2.0**log_b
+    down = 2.0**-log_b
+    for j in range(L):
+        i = np.rint(ws[M * L + j] * up)
+        ws[PC * L + j] = i * down
+        ws[NC * L + j] = -(i * down)
+        ws[IDX * L + j] = i
+    _centre_rows(ws, IDX, centres, first_centre, LOGC, W)
+    _add(ws, M, W, NC, 1, W, NUM, sc)
+    _add(ws, M, W, PC, 1, W, DEN, sc)
+    _log_series(ws, NUM, DEN, LOGC, W, COEF, nseries, widths, div_plan, kmin, kmax, OUT, inner, sc)
+
+
+@njit(**INNER)
+def _log1p_centred(ws, X, W, log_b, first_centre, centres, COEF, nseries, widths, div_plan, kmin, kmax, OUT,
+                   lay, sc):
+    """Rows OUT := the twin's ``_log1p_centred(x)`` of rows X (W terms, |x0| <= 1/4): j = rint(x0 2^b),
+    d = j 2^-b, log(1 + d) from the table row j + 2^b - first_centre, then :func:`_log_series` of
+    x - d, x + (2 + d) (x plus the floats -d and 2 + d, exact).  ``lay``: the first of 14 W + 9 rows
+    of scratch."""
+    L = lanes_of(ws)
+    ND = lay  # one row each: -d, 2 + d, j + 2^b
+    TD = ND + 1
+    IDX = TD + 1
+    NUM = IDX + 1
+    DEN = NUM + W
+    LOGC = DEN + W
+    inner = LOGC + W
+    up = 2.0**log_b
+    down = 2.0**-log_b
+    for j in range(L):
+        i = np.rint(ws[X * L + j] * up)
+        d = i * down
+        ws[ND * L + j] = -d
+        ws[TD * L + j] = 2.0 + d
+        ws[IDX * L + j] = i + up
+    _centre_rows(ws, IDX, centres, first_centre, LOGC, W)
+    _add(ws, X, W, ND, 1, W, NUM, sc)
+    _add(ws, X, W, TD, 1, W, DEN, sc)
+    _log_series(ws, NUM, DEN, LOGC, W, COEF, nseries, widths, div_plan, kmin, kmax, OUT, inner, sc)
+
+
+@njit(**INNER)
+def _log_body(fn, ws, X, W, LN2, CK, sqrt2, log_b, first_centre, centres, COEF, nseries, widths, div_plan, kmin,
+              kmax, OUT, lay, sc):
     """Rows OUT := the twin's ``_log_w`` of rows X (x > 0 finite, W terms): x = m 2^e with m in
-    [sqrt(1/2), sqrt(2)), f = m - 1, y = log1p(f) (:func:`_log1p_newton`), then y + e ln2 (fn LOG),
-    e + y / ln2 (LOG2: CK = 1/ln2) or (y + e ln2) / ln10 (LOG10: CK = 1/ln10).  ``lay``: the first
-    of 19 W + 10 rows of scratch."""
+    [sqrt(1/2), sqrt(2)), y = log m (:func:`_log_centred`), then y + e ln2 (fn LOG), e + y / ln2
+    (LOG2: CK = 1/ln2) or (y + e ln2) / ln10 (LOG10: CK = 1/ln10).  ``lay``: the first of 17 W + 13
+    rows of scratch."""
     L = lanes_of(ws)
     E1 = lay  # one row each: e, -e; two rows: the factors of scale_block
     NE = E1 + 1
     F2 = NE + 1
     Mr = F2 + 2
-    NONE = Mr + W
-    Fr = NONE + W
-    Y = Fr + W
+    Y = Mr + W
     P = Y + W
     inner = P + W
     for j in range(L):
@@ -585,9 +655,8 @@ def _log_body(fn, ws, X, W, ONE, LN2, CK, sqrt2, start, nstart, plan, TAYROWS, k
     st(ws, E1, ld(ws, E1) + where(up, splat(m0, 1.0), splat(m0, 0.0)))
     _times(ws, Mr, W, 0.5, P)
     _select(ws, up, P, Mr, W, Mr)
-    _neg(ws, ONE, W, NONE)
-    _add(ws, Mr, W, NONE, W, W, Fr, sc)
-    _log1p_newton(ws, Fr, W, ONE, start, nstart, plan, TAYROWS, kmin, kmax, Y, inner, sc)
+    _log_centred(ws, Mr, W, log_b, first_centre, centres, COEF, nseries, widths, div_plan, kmin, kmax, Y, inner,
+                 sc)
     if fn == LOG2:
         _mul(ws, Y, W, CK, W, W, P, sc)
         _add(ws, E1, 1, P, W, W, OUT, sc)
@@ -605,10 +674,11 @@ def _body_rows(W, M):
 
 
 @njit(**INNER)
-def _log1p_body(ws, X, W, ONE, LN2, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, OUT, AUX, lay, sc):
-    """Rows OUT := the twin's ``_log1p_w`` of rows X (finite, x > -1): Newton on x itself where
-    |x0| <= 1/4, log(x + 1) elsewhere, each branch run when some lane of the block takes it.  AUX:
-    4 W rows of scratch."""
+def _log1p_body(ws, X, W, ONE, LN2, sqrt2, log_b, first_centre, centres, COEF, nseries, widths, div_plan, kmin,
+                kmax, OUT, AUX, lay, sc):
+    """Rows OUT := the twin's ``_log1p_w`` of rows X (finite, x > -1): the centred series on x itself
+    where |x0| <= 1/4 (:func:`_log1p_centred`), log(x + 1) elsewhere, each branch run when some lane of
+    the block takes it.  AUX: 4 W rows of scratch."""
     XS = AUX
     A = XS + W
     B = A + W
@@ -619,12 +689,14 @@ def _log1p_body(ws, X, W, ONE, LN2, sqrt2, start, nstart, plan, TAYROWS, kmin, k
     if any_lane(small):
         for t in range(W):
             st(ws, XS + t, where(small, ld(ws, X + t), zero))
-        _log1p_newton(ws, XS, W, ONE, start, nstart, plan, TAYROWS, kmin, kmax, A, lay, sc)
+        _log1p_centred(ws, XS, W, log_b, first_centre, centres, COEF, nseries, widths, div_plan, kmin, kmax, A,
+                       lay, sc)
     if any_lane(~small):
         for t in range(W):
             st(ws, XS + t, where(small, zero, ld(ws, X + t)))
         _add(ws, XS, W, ONE, W, W, B, sc)
-        _log_body(LOG, ws, B, W, ONE, LN2, LN2, sqrt2, start, nstart, plan, TAYROWS, kmin, kmax, C2, lay, sc)
+        _log_body(LOG, ws, B, W, LN2, LN2, sqrt2, log_b, first_centre, centres, COEF, nseries, widths, div_plan,
+                  kmin, kmax, C2, lay, sc)
     _select(ws, small, A, C2, W, OUT)
 
 
@@ -698,13 +770,18 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
     and get zeros), the renormalization to R terms, the non-finite rule with the leading terms' IEEE
     result, then the special rows (finite, not in the body: f(±0) = ±0 for sin, tan, expm1;
     log(±0) = -inf, log(x < 0) = NaN).  Constants (see :func:`_setup`): th the thresholds; c1
-    one-row constants (ln2; 2/pi 2^S and pi/2 on M terms; ln2, the log start's coefficients and 1/ln2
-    or 1/ln10); c2, c3 Taylor coefficients; table the Payne–Hanek table; ints (s, n, kmin, kmax, p,
-    S, rows of c2 in the workspace, terms of the start); plan the steps of log's Newton iteration
-    (see :func:`_log_body`) or tan's Newton division (row 0)."""
+    one-row constants (ln2; 2/pi 2^S and pi/2 on M terms; ln2 and 1/ln2 or 1/ln10); c2, c3 Taylor
+    coefficients (the logarithms: c2 the atanh coefficients, c3 the centres' logs); table the
+    Payne–Hanek table; ints (s, n, kmin, kmax, p, S, rows of c2 in the workspace, and for the
+    logarithms s = b, n = the series' terms, the first centre's index last); plan the Newton division
+    of tan, sinh, cosh, tanh and the logarithms (row 0) and the logarithms' Horner widths (row 1)."""
     count, n = x.shape
     L = lanes_of(x)
     s, ntay, kmin, kmax, p, S, tarows, nstart = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5], ints[6], ints[7]
+    # the logarithms' names for them (see _setup): the centres' spacing 2^-b, the first centre's index,
+    # the Newton division's plan row and the Horner steps' widths (c3: the centres' logs, TA: the
+    # atanh coefficients, ntay of them)
+    log_b, first_centre, div_plan, widths = s, nstart, plan[0], plan[plan.shape[0] - 1]
     trig = fn == SIN or fn == COS or fn == TAN
     logs = fn == LOG or fn == LOG2 or fn == LOG10
     logs_1p = logs or fn == LOG1P  # the logarithms' constants
@@ -734,12 +811,10 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
     if fn == EXP or fn == EXPM1 or hyperbolic:
         for k in range(ntay):
             _put(ws, TA + k * W, c2, k, W)
-    if logs_1p:
-        _put(ws, K1 + W, c1, 2, W)
-        for i in range(plan.shape[0]):
-            wi, ni, off, first = plan[i, 0], plan[i, 2], plan[i, 3], plan[i, 5]
-            for k in range(ni):
-                _put(ws, TA + off + k * wi, c2, first + k, wi)
+    if logs_1p:  # c1: ln2 and 1/ln2 or 1/ln10; c2: the atanh coefficients; c3: the centres' logs
+        _put(ws, K1 + W, c1, 1, W)
+        for k in range(ntay):
+            _put(ws, TA + k * W, c2, k, W)
     for b in range(lo, hi):
         first = b * L
         load_block(x, first, count, n, False, ws, XIN)
@@ -777,12 +852,13 @@ def _unary_blocks(fn, x, R, W, M, th, c1, c2, c3, table, ints, plan, out, lo, hi
                 _hyperbolic_body(fn, ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, th[0], th[1], th[4], plan[0], FIN,
                                  AUX, lay, sc)
             elif fn == LOG1P:
-                _log1p_body(ws, X, W, ONE, K1, th[3], c1[1], nstart, plan, TA, kmin, kmax, FIN, AUX, lay, sc)
+                _log1p_body(ws, X, W, ONE, K1, th[3], log_b, first_centre, c3, TA, ntay, widths, div_plan, kmin,
+                            kmax, FIN, AUX, lay, sc)
             elif fn == EXPM1:
                 _expm1_body(ws, X, W, K1, ONE, TA, ntay, s, kmin, kmax, th[0], th[1], FIN, AUX, lay, sc)
             elif logs:
-                _log_body(fn, ws, X, W, ONE, K1, K1 + W, th[3], c1[1], nstart, plan, TA, kmin, kmax, FIN, lay,
-                          sc)
+                _log_body(fn, ws, X, W, K1, K1 + W, th[3], log_b, first_centre, c3, TA, ntay, widths, div_plan,
+                          kmin, kmax, FIN, lay, sc)
             else:
                 _sincos_body(ws, X, W, M, ONE, TA, TB, ntay, s, K1, K1 + M, table, p, S, kmin, kmax, th[2],
                              AUX, AUX + W, lay, sc)
@@ -855,29 +931,22 @@ def _setup(fn: int, R: int, dtype: str):
             steps = list(bounds.newton_steps(W, fmt))
             plan = np.array([[W, 0, 0, 0, len(steps), 0, *steps]], dtype=np.int64)
     elif fn in (LOG, LOG2, LOG10, LOG1P):
-        s = n = 0
-        nstart = T._series_terms(fmt.p, 5)
-        start = np.array([dt.type(1) / dt.type(2 * k + 1) for k in range(nstart)], dtype=dt)
-        width = max(W, nstart)
-        c1 = np.zeros((3, width), dtype=dt)
-        c1[0, :W] = C.constant("ln2", W, dt.name)[0]
-        c1[1, :nstart] = start
+        # ints: s = b, n = the series' terms, nstart = the first centre's index; plan: row 0 the Newton
+        # division's plan row, row 1 the Horner steps' widths (the twin's log_plan)
+        lp = T.log_plan(W, fmt)
+        s, n, nstart = lp.b, lp.n, lp.first
+        c1 = np.zeros((2, W), dtype=dt)
+        c1[0] = C.constant("ln2", W, dt.name)[0]
         if fn in (LOG2, LOG10):
-            c1[2, :W] = C.constant("inv_ln2" if fn == LOG2 else "inv_ln10", W, dt.name)[0]
-        rows, tay, tarows = [], [], 0
-        for wi in T._newton_widths(W):
-            si, ni = T._exp_plan(wi, fmt)
-            steps = list(bounds.newton_steps(wi, fmt))
-            first = sum(len(t) for t in tay)
-            coefs = np.zeros((ni, W), dtype=dt)
-            coefs[:, :wi] = C.taylor("expm1", ni, wi, dt.name)
-            tay.append(coefs)
-            rows.append([wi, si, ni, tarows, len(steps), first, *steps])
-            tarows += ni * wi
-        plan = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
-        for i, r in enumerate(rows):
-            plan[i, : len(r)] = r
-        c2, c3, table = np.concatenate(tay), empty, empty
+            c1[1] = C.constant("inv_ln2" if fn == LOG2 else "inv_ln10", W, dt.name)[0]
+        c2 = C.atanh_coefficients(n, W, dt.name)
+        c3 = C.log_centres(lp.b, lp.first, lp.count, W, dt.name)
+        table = empty
+        tarows = n * W
+        steps = list(bounds.newton_steps(W, fmt))
+        plan = np.zeros((2, max(6 + len(steps), n)), dtype=np.int64)
+        plan[0, : 6 + len(steps)] = [W, 0, 0, 0, len(steps), 0, *steps]
+        plan[1, :n] = lp.widths
     else:
         s, n = T._sin_plan(W, fmt)
         M = min(2 * W + 2, MAX_TERMS)
