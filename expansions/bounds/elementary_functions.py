@@ -29,7 +29,7 @@ def elementary(name: str, R: int, fmt) -> Bound:
     elementary/), not a proof.  The error of a result y of f(x) is measured in units of
     ``max(elementary_unit(R, fmt) |f(x)|, eta, eta |f'(x)|)`` for tan (the reduced argument cannot be
     nearer a pole than eta): where the unit is u_R (``R(p-1) + 1`` bits fit above the underflow
-    threshold) the stated bound is 8 units, the goal of issue 16 (about 3 bits lost); where the
+    threshold) the stated bound is 8 units (about 3 bits lost); where the
     format's floor limits the precision (float32 R >= 7, float64 R >= 21), every operation near the
     floor loses up to R(R+1)/2 eta (:func:`mul_underflow_term`), and the stated bound is 256 units
     of the floor, 2**15 for pow (exp(y log x): the floor's absolute error of y log x, up to 745 in

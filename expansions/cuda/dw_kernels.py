@@ -7,7 +7,7 @@ and the entry point is chosen by its operand kinds, so instances come from this 
 
 :func:`operation` is what the library's ``+ - * /`` and ``sqrt`` launch at R = 2 (the algorithms of
 :data:`expansions.dw.R2_METHODS`): one ``dw_operation`` kernel that applies the algorithm, the
-library's non-finite rule and the renormalization in registers (issue 13: one launch per operation),
+library's non-finite rule and the renormalization in registers (one launch per operation),
 with the bits of the algorithm's kernel followed by the rule and ``renormalize`` (its twin, the
 composition :func:`expansions.dispatch.run` runs on the CPU backends).
 """

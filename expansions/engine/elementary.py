@@ -1,13 +1,13 @@
-"""Elementary functions compiled per block of expansions on the fused engine (issue 28, item 3).
+"""Elementary functions compiled per block of expansions on the fused engine.
 
 The NumPy twins (:mod:`expansions.cpu.elementary`) run each function as a sequence of whole-array
 operations; here each function is one compiled loop over blocks of ``L = simd.LANES`` expansions (the
 layout of :mod:`expansions.engine.fused`: term t of the L expansions of a block is one row of the
 per-thread workspace, one vector), and every step of the twin's algorithm is a block operation of
 the fused engine on rows of that workspace: the safe addition and the truncated product each
-renormalized in the same pass (:func:`expansions.engine.fused.binary_block`, the bits of the twins'
+renormalized in the same pass (:func:`expansions.engine.arithmetic.binary_block`, the bits of the twins'
 ``renormalize(add_safe(x, y, w), w)`` and ``renormalize(mul_truncated(x, y, w), w)``), the exact
-scalings by powers of two (:func:`expansions.engine.fused.scale_block`, the twin ``newton.scale``),
+scalings by powers of two (:func:`expansions.engine.newton.scale_block`, the twin ``newton.scale``),
 the renormalization to R terms and the non-finite rule (``epilogue_block``).  One call per public
 function and array; no Python per step, no allocation per block (one workspace per thread).
 
@@ -478,7 +478,7 @@ def _sincos_body(ws, X, W, M, ONE, TAYS, TAYV, ntay, s, TWO_OVER_PI, HALF_PI, ta
 @njit(**INNER)
 def _div(ws, X, n, Y, m, w, dst, steps, first_step, nsteps, kmin, kmax, lay, sc):
     """Rows dst := the twin's ``_div``: renormalize(newton.div(x, y, w), w).  The reciprocal of y scaled
-    by 2^ky from the double-word start (``fused.newton_start``) by the Newton steps after the first
+    by 2^ky from the double-word start (``engine.newton.newton_start``) by the Newton steps after the first
     entry of ``steps[first_step : first_step + nsteps]``
     (``bounds.newton_steps(w)``), each product and sum renormalized; then x 2^kx times it, scaled back
     by 2^(ky - kx), the special cases of ``newton.finish`` (``finish_block``), the renormalization.

@@ -1,4 +1,4 @@
-"""The library's R = 2 operations on the CPU, one compiled loop each (issue 28).
+"""The library's R = 2 operations on the CPU, one compiled loop each.
 
 ``x + y``, ``x - y``, ``x * y``, ``x / y`` and ``sqrt(x)`` at R = 2 run a double-word algorithm of
 :mod:`expansions.dw` (``R2_DEFAULTS``, or any ``R2_METHODS`` name), then the library's non-finite rule,
